@@ -1,0 +1,1 @@
+"""jaxdyn: compiled JAX experiments on the training dynamics of neural networks."""
