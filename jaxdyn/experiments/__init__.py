@@ -1,0 +1,20 @@
+"""One module per experiment; `get(name)` finds the module whose `train_and_evaluate` runs it."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+EXPERIMENTS = ('modular_addition',)
+
+
+def get(name: str) -> ModuleType:
+  if name not in EXPERIMENTS:
+    raise ValueError(f'unknown experiment {name!r}; valid: {", ".join(EXPERIMENTS)}')
+  return importlib.import_module(f'jaxdyn.experiments.{name}')
+
+
+def get_config(spec: str):
+  """'name' or 'name:variant' → that experiment's config, as `configs/<name>.py:<variant>` gives it."""
+  name, _, variant = spec.partition(':')
+  return get(name).get_config(variant or None)

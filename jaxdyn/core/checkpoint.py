@@ -1,0 +1,75 @@
+"""Orbax checkpoints of the whole training state, with fall-back past unreadable ones.
+
+A checkpoint holds the train state (params, optimizer state, RNG key data, and the data-order state of
+every sweep member; the step) and a JSON `meta` item (the config, so that a workdir is not resumed with a
+different experiment). Saves are asynchronous; the manager keeps the last `keep` checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import orbax.checkpoint as ocp
+from absl import logging
+
+
+class CheckpointReadError(RuntimeError):
+  """No checkpoint in the workdir could be read."""
+
+
+class Checkpointer:
+  """Thin wrapper over `ocp.CheckpointManager`: save, restore-latest-readable, wait."""
+
+  def __init__(self, workdir: str, keep: int, async_save: bool = True):
+    self.directory = os.path.join(os.path.abspath(workdir), 'checkpoints')
+    self.manager = ocp.CheckpointManager(
+        self.directory,
+        options=ocp.CheckpointManagerOptions(max_to_keep=keep, enable_async_checkpointing=async_save,
+                                             cleanup_tmp_directories=True))
+
+  def path(self, step: int) -> str:
+    return os.path.join(self.directory, str(step))
+
+  def latest_step(self) -> int | None:
+    return self.manager.latest_step()
+
+  def save(self, step: int, state: Any, meta: dict) -> None:
+    self.manager.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
+                                                    meta=ocp.args.JsonSave(meta)), force=True)
+
+  def restore_latest(self, abstract_state: Any) -> tuple[int, Any, dict] | None:
+    """Restores the newest readable checkpoint into `abstract_state`'s shapes and shardings.
+
+    An unreadable checkpoint is reported (naming its path) and skipped for the one before it. Returns
+    None when the workdir has no checkpoint; raises CheckpointReadError when none can be read.
+    """
+    steps = sorted(self.manager.all_steps(), reverse=True)
+    failures = []
+    for step in steps:
+      try:
+        restored = self.manager.restore(
+            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state),
+                                          meta=ocp.args.JsonRestore()))
+      except Exception as e:  # noqa: BLE001 -- any failure to read means: try the previous one
+        message = f'checkpoint {self.path(step)} cannot be read ({type(e).__name__}: {e})'
+        logging.error('%s; falling back to the previous checkpoint', message)
+        failures.append(message)
+        continue
+      return step, restored.state, dict(restored.meta)
+    if failures:
+      raise CheckpointReadError('no checkpoint could be read:\n  ' + '\n  '.join(failures))
+    return None
+
+  def wait(self) -> None:
+    self.manager.wait_until_finished()
+
+  def close(self) -> None:
+    self.manager.wait_until_finished()
+    self.manager.close()
+
+
+def abstract_like(tree: Any) -> Any:
+  """ShapeDtypeStructs (with shardings) of a concrete tree, the target of a restore."""
+  return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree)

@@ -1,0 +1,48 @@
+"""Figures every experiment writes to `<workdir>/figures/` (matplotlib, Agg backend: no display)."""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def member_label(member: Mapping) -> str:
+  return ' '.join(f'{k}={v:.3g}' if isinstance(v, float) else f'{k}={v}' for k, v in member.items())
+
+
+def plot_curves(history: Mapping[str, np.ndarray], members: Sequence[Mapping], *,
+                panels: Mapping[str, Sequence[str]], path: str, title: str = '',
+                log_y: Sequence[str] = ()) -> str:
+  """One panel per entry of `panels`, each metric of it against step for every sweep member.
+
+  The first metric of a panel is drawn dashed, the others solid; a member keeps its colour across
+  panels. Returns the path written.
+  """
+  steps = history['step']
+  fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4), squeeze=False)
+  colors = plt.cm.viridis(np.linspace(0, 0.9, max(len(members), 1)))
+  for ax, (panel, names) in zip(axes[0], panels.items()):
+    for j, name in enumerate(n for n in names if n in history):
+      values = history[name]
+      for m, member in enumerate(members):
+        ax.plot(steps, values[:, m], color=colors[m], linestyle='--' if j == 0 else '-', lw=1.2,
+                label=f'{name.split("/")[-1]} {member_label(member)}' if m < 8 else None)
+    ax.set_xscale('symlog', linthresh=max(int(steps[1]) if len(steps) > 1 else 1, 1))
+    if panel in log_y:
+      ax.set_yscale('log')
+    ax.set_xlabel('step')
+    ax.set_title(panel)
+    ax.grid(alpha=0.3)
+  axes[0][0].legend(fontsize=6, loc='best')
+  fig.suptitle(title)
+  fig.tight_layout()
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+  return path

@@ -1,0 +1,308 @@
+"""The compiled training core shared by every experiment.
+
+An experiment describes one run as a `Task` (pure functions of one sweep member's params, data and
+hyperparameters); `train` turns it into one jitted program over the whole sweep:
+
+  * `vmap` over sweep members (seeds x learning rates x weight decays, ...), sharded over the mesh's
+    `sweep` axis, batches sharded over its `data` axis;
+  * `lax.scan` over `eval_every` steps, then evaluation, nested in a scan over evaluations, so one
+    dispatch runs many steps;
+  * metrics fetched one dispatch late (dispatch stays asynchronous), written as JSONL and TensorBoard,
+    with a progress line; a non-finite loss stops the run naming the step and the last good checkpoint;
+  * Orbax checkpoints at absolute step multiples; restarting in the same workdir resumes, and because
+    dispatch boundaries depend only on absolute steps, a resumed run is bit-identical to an
+    uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from typing import Any, Callable, Mapping
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from absl import logging
+
+from jaxdyn.core import checkpoint as ckpt_lib
+from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core.config import ConfigError, differing_fields
+from jaxdyn.core.stats import tree_norms
+
+Params = Any
+Batch = Any
+Hparams = Mapping[str, jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+  """One sweep member's training problem, as pure functions (all called inside jit, per member).
+
+  init_params(key, hparams) -> params
+  loss_fn(params, batch, hparams) -> (loss, dict of scalar metrics)
+  make_optimizer(hparams) -> optax.GradientTransformation (hparams may be traced: lr, wd, ...)
+  get_batch(data, step, key) -> batch; `key` is the member's data key: with the step it is the
+    data-order state (fold in the step for fresh samples, or the epoch for a permutation)
+  evaluate(params, data) -> dict of metrics: scalars are logged, arrays are kept in the history
+
+  `data` is a pytree whose leaves have a leading sweep axis (each member its own split, say);
+  `hparams` maps names to arrays of shape (S,) and labels the members in the metrics. `hparams['seed']`
+  seeds the member's parameters and data order.
+  """
+  init_params: Callable[..., Params]
+  loss_fn: Callable[..., tuple[jax.Array, dict]]
+  make_optimizer: Callable[[Hparams], optax.GradientTransformation]
+  get_batch: Callable[..., Batch]
+  evaluate: Callable[..., dict] | None
+  data: Any
+  hparams: dict[str, np.ndarray]
+
+  @property
+  def num_members(self) -> int:
+    return len(self.hparams['seed'])
+
+  def member_labels(self) -> list[dict]:
+    def label(v):
+      return float(f'{v:.7g}') if isinstance(v, float) else v   # float32 shown as typed: 0.01
+    return [{k: label(v[i].item()) for k, v in self.hparams.items()}
+            for i in range(self.num_members)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+  """Step counts of a run. Dispatch and checkpoint boundaries are absolute step multiples."""
+  steps: int
+  eval_every: int
+  checkpoint_every: int
+  steps_per_dispatch: int
+  keep_checkpoints: int = 3
+  progress_every_secs: float = 10.0
+
+  def next_chunk(self, step: int) -> tuple[int, int]:
+    """(evaluations, steps per evaluation) of the dispatch starting at `step`."""
+    stop = min(self.steps, (step // self.checkpoint_every + 1) * self.checkpoint_every,
+               (step // self.steps_per_dispatch + 1) * self.steps_per_dispatch)
+    offset = step % self.eval_every
+    if offset:
+      return 1, min(self.eval_every - offset, stop - step)
+    n = stop - step
+    return (n // self.eval_every, self.eval_every) if n >= self.eval_every else (1, n)
+
+  def is_checkpoint_step(self, step: int) -> bool:
+    return step % self.checkpoint_every == 0 or step == self.steps
+
+
+@dataclasses.dataclass
+class TrainResult:
+  """What `train` returns: the final state, the logged history and where things were written."""
+  state: Any
+  history: dict[str, np.ndarray]   # 'step': (E,), each metric: (E, S, ...)
+  members: list[dict]
+  workdir: str
+  wall_time_s: float
+
+  @property
+  def params(self):
+    return self.state['members']['params']
+
+  def final(self, name: str) -> np.ndarray:
+    return self.history[name][-1]
+
+
+def init_state(task: Task) -> dict:
+  """The sweep's train state: a shared step and, per member, params, optimizer state and key."""
+  def one(hp):
+    key = jax.random.key(hp['seed'])
+    params = task.init_params(jax.random.fold_in(key, 0), hp)
+    opt_state = task.make_optimizer(hp).init(params)
+    return {'params': params, 'opt_state': opt_state,
+            'key': jax.random.key_data(jax.random.fold_in(key, 1))}
+  return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
+
+
+def _member_step(task: Task, mesh, member, step, data, hp):
+  """One optimizer update of one member, with its dynamics statistics (norms by layer)."""
+  key = jax.random.wrap_key_data(member['key'])
+  batch = mesh_lib.shard_batch(task.get_batch(data, step, key), mesh)
+  (loss, aux), grads = jax.value_and_grad(task.loss_fn, has_aux=True)(member['params'], batch, hp)
+  tx = task.make_optimizer(hp)
+  updates, opt_state = tx.update(grads, member['opt_state'], member['params'])
+  params = optax.apply_updates(member['params'], updates)
+  metrics = {'train/loss': loss, **{f'train/{k}': v for k, v in aux.items()},
+             **tree_norms(member['params'], 'norm/params'), **tree_norms(grads, 'norm/grads'),
+             **tree_norms(updates, 'norm/updates')}
+  return {'params': params, 'opt_state': opt_state, 'key': member['key']}, metrics
+
+
+def _evaluate(task: Task, params, data) -> dict:
+  if task.evaluate is None:
+    return {}
+  return jax.vmap(lambda p, d: {f'eval/{k}': v for k, v in task.evaluate(p, d).items()})(params, data)
+
+
+def build_chunk_fn(task: Task, mesh):
+  """The jitted program: n_outer x (scan of n_inner steps, then evaluation)."""
+  vstep = jax.vmap(functools.partial(_member_step, task, mesh), in_axes=(0, None, 0, 0),
+                   spmd_axis_name=mesh_lib.SWEEP)
+
+  @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',))
+  def chunk(state, data, hparams, *, n_outer: int, n_inner: int):
+    def inner(carry, _):
+      members, step = carry
+      members, metrics = vstep(members, step, data, hparams)
+      return (members, step + 1), metrics
+
+    def outer(carry, _):
+      carry, metrics = jax.lax.scan(inner, carry, None, length=n_inner)
+      bad = jnp.any(~jnp.isfinite(metrics['train/loss']), axis=1)          # (n_inner,)
+      first_bad = jnp.where(jnp.any(bad), jnp.argmax(bad), -1)
+      last = jax.tree.map(lambda m: m[-1], metrics)
+      return carry, (last, _evaluate(task, carry[0]['params'], data), first_bad)
+
+    (members, step), outs = jax.lax.scan(outer, (state['members'], state['step']), None,
+                                         length=n_outer)
+    return {'step': step, 'members': members}, outs
+
+  return chunk
+
+
+class _History:
+  """Accumulates fetched metrics on the host and writes them."""
+
+  def __init__(self, writer: metrics_lib.MetricWriter, progress: metrics_lib.Progress,
+               checkpointer: ckpt_lib.Checkpointer, members: list[dict]):
+    self.writer, self.progress, self.checkpointer = writer, progress, checkpointer
+    self.members = members
+    self.steps: list[int] = []
+    self.records: dict[str, list] = {}
+    self.last_good_checkpoint: str | None = None
+
+  def add(self, step: int, metrics: Mapping[str, np.ndarray]) -> None:
+    self.steps.append(step)
+    for name, value in metrics.items():
+      self.records.setdefault(name, []).append(np.asarray(value))
+    for m in range(len(self.members)):
+      self.writer.write(step, m, {k: v[m] for k, v in metrics.items() if np.ndim(v[m]) == 0})
+
+  def add_chunk(self, start: int, n_inner: int, outs) -> None:
+    last, evals, first_bad = jax.device_get(outs)
+    for i in range(len(first_bad)):
+      chunk_start = start + i * n_inner
+      if first_bad[i] >= 0:
+        self._raise_non_finite(chunk_start + int(first_bad[i]), last, i)
+      self.add(chunk_start + n_inner, {**{k: v[i] for k, v in last.items()},
+                                       **{k: v[i] for k, v in evals.items()}})
+    self.writer.flush()
+    step = start + len(first_bad) * n_inner
+    shown = {k: float(np.mean(v[-1])) for k, v in {**last, **evals}.items()
+             if np.ndim(v[-1]) == 1 and ('loss' in k or 'acc' in k)}
+    self.progress.maybe_print(step, shown)
+
+  def _raise_non_finite(self, step: int, last, i: int) -> None:
+    members = [m for m, loss in enumerate(last['train/loss'][i]) if not np.isfinite(loss)]
+    self.writer.close()
+    self.checkpointer.close()
+    where = self.last_good_checkpoint or 'none (no checkpoint was saved before it)'
+    raise FloatingPointError(
+        f'non-finite training loss at step {step} (within the {len(last["train/loss"][i])}-member '
+        f'sweep, at least member(s) {members}: {[self.members[m] for m in members]}); '
+        f'last good checkpoint: {where}')
+
+  def arrays(self) -> dict[str, np.ndarray]:
+    out = {'step': np.asarray(self.steps)}
+    out.update({k: np.stack(v) for k, v in self.records.items()})
+    return out
+
+
+def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_json: dict | None = None,
+          tensorboard: bool = True) -> TrainResult:
+  """Runs (or resumes) `task` for `schedule.steps` steps, writing metrics and checkpoints to workdir."""
+  t_start = time.perf_counter()
+  mesh = mesh or mesh_lib.make_mesh(task.num_members, 1, 1)
+  members = task.member_labels()
+  sweep, rep = mesh_lib.sweep_sharding(mesh), mesh_lib.replicated(mesh)
+  data = jax.device_put(task.data, sweep)
+  hparams = jax.device_put({k: jnp.asarray(v) for k, v in task.hparams.items()}, sweep)
+  state_sharding = {'step': rep, 'members': sweep}
+  state = jax.jit(functools.partial(init_state, task), out_shardings=state_sharding)()
+
+  checkpointer = ckpt_lib.Checkpointer(workdir, keep=schedule.keep_checkpoints)
+  restored = checkpointer.restore_latest(ckpt_lib.abstract_like(state))
+  history_prefix = None
+  if restored is not None:
+    step0, state, meta = restored
+    _check_same_run(meta, config_json, workdir)
+    logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
+    metrics_lib.truncate_after(workdir, step0)
+    history_prefix = _read_history(workdir, step0, len(members))
+  step = int(jax.device_get(state['step']))
+
+  writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard)
+  progress = metrics_lib.Progress(schedule.steps, step, schedule.progress_every_secs)
+  history = _History(writer, progress, checkpointer, members)
+  if history_prefix is not None:
+    history.steps, history.records = history_prefix
+    history.last_good_checkpoint = checkpointer.path(step)
+  elif step == 0:
+    evals = jax.device_get(jax.jit(functools.partial(_evaluate, task))(state['members']['params'],
+                                                                       data))
+    history.add(0, evals)
+  meta = {'config': config_json or {}, 'members': members}
+
+  chunk_fn = build_chunk_fn(task, mesh)
+  pending = None
+  while step < schedule.steps:
+    n_outer, n_inner = schedule.next_chunk(step)
+    state, outs = chunk_fn(state, data, hparams, n_outer=n_outer, n_inner=n_inner)
+    if pending is not None:   # fetched one dispatch late: the host works while the device runs
+      history.add_chunk(*pending)
+    pending = (step, n_inner, outs)
+    step += n_outer * n_inner
+    if schedule.is_checkpoint_step(step):
+      history.add_chunk(*pending)   # checked finite before it is saved
+      pending = None
+      checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)   # copy: `state` is donated next
+      history.last_good_checkpoint = checkpointer.path(step)
+  if pending is not None:
+    history.add_chunk(*pending)
+  progress.maybe_print(step, {}, force=True)
+  checkpointer.close()
+  writer.close()
+  return TrainResult(state=state, history=history.arrays(), members=members, workdir=workdir,
+                     wall_time_s=time.perf_counter() - t_start)
+
+
+# Fields that may change between a run and its resumption (they change no result).
+RESUMABLE_CHANGES = ('train.steps', 'train.progress_every_secs', 'train.steps_per_dispatch',
+                     'train.tensorboard', 'mesh.sweep', 'mesh.data')
+
+
+def _check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:
+  saved = meta.get('config') or {}
+  if not saved or not config_json:
+    return
+  diff = [f for f in differing_fields(saved, config_json) if f not in RESUMABLE_CHANGES]
+  if diff:
+    raise ConfigError(f'workdir {workdir} holds checkpoints of a different config (fields '
+                      f'{", ".join(diff)} differ); use a new workdir or the original config')
+
+
+def _read_history(workdir: str, step: int, num_members: int):
+  """Rebuilds the in-memory history of the steps before a resume from metrics.jsonl."""
+  by_step: dict[int, dict[str, list]] = {}
+  for record in metrics_lib.read_metrics(workdir):
+    if record['step'] > step:
+      continue
+    row = by_step.setdefault(record['step'], {})
+    for k, v in record.items():
+      if '/' in k:
+        row.setdefault(k, [np.nan] * num_members)[record['member']] = float(v)
+  steps = sorted(by_step)
+  names = sorted({k for row in by_step.values() for k in row})
+  records = {k: [np.asarray(by_step[s].get(k, [np.nan] * num_members)) for s in steps]
+             for k in names}
+  return steps, records

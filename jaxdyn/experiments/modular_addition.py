@@ -1,0 +1,194 @@
+"""Grokking on modular arithmetic with the 2-layer net of CoGS / Li2 (Tian, 2024; 2025).
+
+All pairs (a, b) of Z_d, label a ∘ b mod d, a seeded train/test split per seed; full-batch (or
+minibatch) training of `o = W_c σ(W_a[a] + W_b[b])` with the centred MSE of the papers (or
+cross-entropy); a sweep over seeds × learning rates × weight decays runs as one vmapped program.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import figures
+from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import sweep as sweep_lib
+from jaxdyn.core import trainer
+from jaxdyn.data import modular as data_lib
+from jaxdyn.models import modular as model_lib
+from jaxdyn.optim import factory
+
+
+def default_config() -> ml_collections.ConfigDict:
+  """Every field a modular-arithmetic run can set (the schema `check_config` holds configs to)."""
+  c = ml_collections.ConfigDict()
+  c.experiment = 'modular_addition'
+  c.seed = 0                 # members use seeds seed, seed+1, ..., seed+num_seeds-1
+  c.num_seeds = 4
+  c.loss = 'mse'             # 'mse' (the papers' centred MSE) or 'cross_entropy'
+  c.data = ml_collections.ConfigDict(dict(
+      modulus=23, operation='add', train_fraction=0.9,
+      split_seed=-1,         # -1: each member's split is seeded by its own seed
+      batch_size=0))         # 0: full batch
+  c.model = ml_collections.ConfigDict(dict(hidden=512, activation='quadratic'))
+  c.opt = ml_collections.ConfigDict(dict(name='adam', lr=0.01, wd=1e-4, b1=0.9, b2=0.999, eps=1e-8,
+                                         momentum=0.9))
+  c.sweep = ml_collections.ConfigDict(dict(lr=(), wd=()))   # lists: each value × each seed
+  c.train = ml_collections.ConfigDict(dict(
+      steps=10_000, eval_every=10, checkpoint_every=2_000, keep_checkpoints=3,
+      steps_per_dispatch=1_000, progress_every_secs=5.0, tensorboard=True))
+  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))   # -1: automatic
+  return c
+
+
+VARIANTS = ('default', 'tiny', 'grokking', 'paper')
+
+
+def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
+  """The default config or a variant of it (what `configs/modular_addition.py:<variant>` returns).
+
+  default   the main job: d=23, q=512, 4 seeds, Adam with coupled L2, centred MSE, 10k full-batch steps
+  tiny      a few steps of a small net (tests)
+  grokking  a small train fraction: test accuracy jumps long after train accuracy
+  paper     CoGS Table 2's d=127 setting (wd 5e-5, 5 seeds), 10k epochs
+  """
+  config = default_config()
+  variant = variant or 'default'
+  if variant == 'tiny':
+    config.num_seeds = 2
+    config.data.modulus = 7
+    config.model.hidden = 16
+    config.train.update(steps=40, eval_every=5, checkpoint_every=20, steps_per_dispatch=20,
+                        tensorboard=False)
+  elif variant == 'grokking':
+    config.data.train_fraction = 0.4
+    config.opt.wd = 1e-3
+    config.train.update(steps=20_000, checkpoint_every=5_000)
+  elif variant == 'paper':
+    config.num_seeds = 5
+    config.seed = 1
+    config.data.modulus = 127
+    config.opt.wd = 5e-5
+    config.train.update(steps=10_000, checkpoint_every=1_000)
+  elif variant != 'default':
+    raise ValueError(f'unknown variant {variant!r}; valid: {", ".join(VARIANTS)}')
+  return config
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+  """Refuses unknown fields, wrong types and bad values before anything is compiled."""
+  config_lib.check_fields(config, default_config())
+  config_lib.require(config.data.modulus >= 2, 'data.modulus', config.data.modulus, 'must be >= 2')
+  config_lib.require(0 < config.data.train_fraction <= 1, 'data.train_fraction',
+                     config.data.train_fraction, 'must be in (0, 1]')
+  config_lib.require_choice(config, 'data.operation', data_lib.OPERATIONS)
+  config_lib.require_choice(config, 'model.activation', model_lib.ACTIVATIONS)
+  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
+  config_lib.require_choice(config, 'loss', model_lib.LOSSES)
+  config_lib.require_positive(config, 'num_seeds', 'model.hidden', 'opt.lr', 'sweep.lr',
+                              'train.steps', 'train.eval_every', 'train.checkpoint_every',
+                              'train.keep_checkpoints', 'train.steps_per_dispatch')
+  config_lib.require_nonnegative(config, 'opt.wd', 'sweep.wd', 'data.batch_size')
+  num_train = int(round(config.data.train_fraction * config.data.modulus ** 2))
+  config_lib.require(num_train >= 1, 'data.train_fraction', config.data.train_fraction,
+                     f'leaves no training pair out of {config.data.modulus ** 2}')
+  config_lib.require(config.data.batch_size <= num_train, 'data.batch_size', config.data.batch_size,
+                     f'must be <= the {num_train} training pairs (0 for full batch)')
+
+
+def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
+  seeds = [config.seed + i for i in range(config.num_seeds)]
+  return sweep_lib.grid(seeds, lr=config_lib.sweep_values(config.sweep.lr, config.opt.lr),
+                        wd=config_lib.sweep_values(config.sweep.wd, config.opt.wd))
+
+
+def member_data(config: ml_collections.ConfigDict, seeds: np.ndarray) -> dict[str, np.ndarray]:
+  """Per member: train and test pairs and labels (leading axis: sweep member)."""
+  inputs, labels = data_lib.all_pairs(config.data.modulus, config.data.operation)
+  out = {k: [] for k in ('train_inputs', 'train_labels', 'test_inputs', 'test_labels')}
+  for seed in seeds:
+    split_seed = int(seed) if config.data.split_seed < 0 else config.data.split_seed
+    train, test = data_lib.split_indices(len(labels), config.data.train_fraction, split_seed)
+    for part, idx in (('train', train), ('test', test)):
+      out[f'{part}_inputs'].append(inputs[idx])
+      out[f'{part}_labels'].append(labels[idx])
+  return {k: np.stack(v) for k, v in out.items()}
+
+
+def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+  d = config.data.modulus
+  model = model_lib.ModularMLP(num_tokens=d, hidden=config.model.hidden, num_classes=d,
+                               activation=config.model.activation)
+  loss = model_lib.LOSSES[config.loss]
+  hparams = sweep_hparams(config)
+  data = member_data(config, hparams['seed'])
+  has_test = data['test_labels'].shape[1] > 0
+  batch_size = config.data.batch_size
+
+  def init_params(key, hp):
+    del hp
+    return model.init(key, jnp.zeros((1, 2), jnp.int32))['params']
+
+  def loss_fn(params, batch, hp):
+    del hp
+    logits = model.apply({'params': params}, batch['inputs'])
+    return loss(logits, batch['labels']), {'accuracy': model_lib.accuracy(logits, batch['labels'])}
+
+  def get_batch(data, step, key):
+    inputs, labels = data['train_inputs'], data['train_labels']
+    if not batch_size:
+      return {'inputs': inputs, 'labels': labels}
+    # Data order: a fresh permutation each epoch, from the member's data key and the epoch number.
+    steps_per_epoch = labels.shape[0] // batch_size
+    perm = jax.random.permutation(jax.random.fold_in(key, step // steps_per_epoch), labels.shape[0])
+    idx = jax.lax.dynamic_slice_in_dim(perm, (step % steps_per_epoch) * batch_size, batch_size)
+    return {'inputs': inputs[idx], 'labels': labels[idx]}
+
+  def evaluate(params, data):
+    out = {}
+    for part in ('train', 'test') if has_test else ('train',):
+      logits = model.apply({'params': params}, data[f'{part}_inputs'])
+      out[f'{part}_loss'] = loss(logits, data[f'{part}_labels'])
+      out[f'{part}_accuracy'] = model_lib.accuracy(logits, data[f'{part}_labels'])
+    return out
+
+  def make_optimizer(hp):
+    return factory.make_optimizer(config.opt, hp['lr'], hp['wd'])
+
+  return trainer.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
+                      get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
+
+
+def schedule(config: ml_collections.ConfigDict) -> trainer.Schedule:
+  t = config.train
+  return trainer.Schedule(steps=t.steps, eval_every=t.eval_every, checkpoint_every=t.checkpoint_every,
+                          steps_per_dispatch=t.steps_per_dispatch, keep_checkpoints=t.keep_checkpoints,
+                          progress_every_secs=t.progress_every_secs)
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
+  """Trains (or resumes) the sweep, writes metrics, checkpoints and figures to `workdir`."""
+  check_config(config)
+  os.makedirs(workdir, exist_ok=True)
+  task = build_task(config)
+  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
+  result = trainer.train(task, schedule(config), workdir, mesh=mesh,
+                         config_json=config.to_dict(), tensorboard=config.train.tensorboard)
+  write_figures(result, config)
+  return result
+
+
+def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+  title = (f'{config.data.operation} mod {config.data.modulus}, q={config.model.hidden}, '
+           f'train fraction {config.data.train_fraction}, {config.opt.name}')
+  figures.plot_curves(result.history, result.members,
+                      panels={'accuracy': ('eval/train_accuracy', 'eval/test_accuracy'),
+                              'loss': ('eval/train_loss', 'eval/test_loss')},
+                      path=os.path.join(result.workdir, 'figures', 'curves.png'), title=title,
+                      log_y=('loss',))
