@@ -8,6 +8,7 @@ different experiment). Saves are asynchronous; the manager keeps the last `keep`
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import jax
@@ -57,10 +58,22 @@ class Checkpointer:
         logging.error('%s; falling back to the previous checkpoint', message)
         failures.append(message)
         continue
+      for bad in steps[:len(failures)]:
+        self._set_aside(bad)
       return step, restored.state, dict(restored.meta)
     if failures:
       raise CheckpointReadError('no checkpoint could be read:\n  ' + '\n  '.join(failures))
     return None
+
+  def _set_aside(self, step: int) -> None:
+    """Moves an unreadable checkpoint out of the way (kept for inspection) so its step can be redone."""
+    target = os.path.join(os.path.dirname(self.directory), 'checkpoints_unreadable', str(step))
+    if os.path.exists(target):
+      target += f'.{int(time.time())}'
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    os.rename(self.path(step), target)
+    logging.error('moved unreadable checkpoint %s to %s', self.path(step), target)
+    self.manager.reload()
 
   def wait(self) -> None:
     self.manager.wait_until_finished()

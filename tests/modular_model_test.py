@@ -1,0 +1,89 @@
+"""The 2-layer modular net and its losses: maths against explicit formulas and autodiff checks."""
+
+from absl.testing import absltest, parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import test_util as jtu
+
+from jaxdyn.data import modular as data_lib
+from jaxdyn.models import modular as model_lib
+
+jax.config.update('jax_enable_x64', False)
+
+
+class ModularMLPTest(parameterized.TestCase):
+
+  def _model_and_params(self, activation='quadratic', d=7, q=12):
+    model = model_lib.ModularMLP(num_tokens=d, hidden=q, num_classes=d, activation=activation)
+    params = model.init(jax.random.key(0), jnp.zeros((1, 2), jnp.int32))['params']
+    return model, params
+
+  @parameterized.parameters('quadratic', 'relu', 'silu', 'identity')
+  def test_embedding_lookup_equals_one_hot_product(self, activation):
+    d = 7
+    model, params = self._model_and_params(activation, d)
+    inputs, _ = data_lib.all_pairs(d)
+    one_hot = jnp.concatenate([jax.nn.one_hot(inputs[:, 0], d), jax.nn.one_hot(inputs[:, 1], d)], -1)
+    hidden = one_hot @ jnp.concatenate([params['W_a'], params['W_b']], 0)
+    expected = model_lib.ACTIVATIONS[activation](hidden) @ params['W_c']
+    np.testing.assert_allclose(model.apply({'params': params}, inputs), expected, rtol=1e-5, atol=1e-6)
+
+  def test_init_is_torch_default_uniform(self):
+    d, q = 23, 512
+    _, params = self._model_and_params(d=d, q=q)
+    for name, fan_in in (('W_a', d), ('W_b', d), ('W_c', q)):
+      w = np.asarray(params[name])
+      self.assertLessEqual(np.abs(w).max(), fan_in ** -0.5)
+      # U(±b) has variance b²/3.
+      np.testing.assert_allclose(w.var(), fan_in ** -1 / 3, rtol=0.1)
+
+  def test_centered_mse_matches_formula(self):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(5, 7)).astype(np.float32)
+    labels = rng.integers(0, 7, size=5)
+    target = np.eye(7)[labels] - 1 / 7
+    expected = np.mean(np.sum((logits - logits.mean(-1, keepdims=True) - target) ** 2, -1))
+    np.testing.assert_allclose(model_lib.centered_mse(logits, labels), expected, rtol=1e-6)
+
+  def test_weighted_losses_ignore_zero_weight_rows(self):
+    rng = np.random.default_rng(1)
+    logits = jnp.asarray(rng.normal(size=(6, 5)), jnp.float32)
+    labels = jnp.asarray(rng.integers(0, 5, size=6))
+    weights = jnp.asarray([1, 1, 1, 0, 0, 0], jnp.float32)
+    for loss in model_lib.LOSSES.values():
+      np.testing.assert_allclose(loss(logits, labels, weights), loss(logits[:3], labels[:3]), rtol=1e-6)
+
+  @parameterized.product(activation=('quadratic', 'silu', 'identity'), loss=('mse', 'cross_entropy'))
+  def test_gradients(self, activation, loss):
+    model, params = self._model_and_params(activation, d=5, q=6)
+    inputs, labels = data_lib.all_pairs(5)
+    params = jax.tree.map(lambda p: p.astype(jnp.float32), params)
+
+    def objective(w_a, w_b, w_c):
+      logits = model.apply({'params': {'W_a': w_a, 'W_b': w_b, 'W_c': w_c}}, inputs)
+      return model_lib.LOSSES[loss](logits, labels)
+
+    jtu.check_grads(objective, (params['W_a'], params['W_b'], params['W_c']), order=2,
+                    modes=('fwd', 'rev'), atol=5e-2, rtol=5e-2, eps=1e-2)
+
+
+class DataTest(parameterized.TestCase):
+
+  @parameterized.parameters(('add', lambda a, b: a + b), ('sub', lambda a, b: a - b),
+                            ('mul', lambda a, b: a * b))
+  def test_labels(self, operation, fn):
+    inputs, labels = data_lib.all_pairs(11, operation)
+    self.assertEqual(inputs.shape, (121, 2))
+    np.testing.assert_array_equal(labels, fn(inputs[:, 0], inputs[:, 1]) % 11)
+
+  def test_split_is_seeded_partition(self):
+    train, test = data_lib.split_indices(529, 0.9, seed=5)
+    self.assertLen(train, 476)
+    np.testing.assert_array_equal(np.sort(np.concatenate([train, test])), np.arange(529))
+    np.testing.assert_array_equal(train, data_lib.split_indices(529, 0.9, seed=5)[0])
+    self.assertFalse(np.array_equal(train, data_lib.split_indices(529, 0.9, seed=6)[0]))
+
+
+if __name__ == '__main__':
+  absltest.main()
