@@ -191,7 +191,7 @@ def factorize_solution(spec, threshold=SOLUTION_THRESHOLD):
 # --------------------------------------------------------------------------- ring-homomorphism monitors
 
 def r_terms(Z_a, Z_b, Z_c):
-  """r_{k1 k2 k} = Σ_j z_{a k1 j} z_{b k2 j} z_{c k j} (CoGS Eq. 4), a (d, d, d) complex array."""
+  """r_{k1 k2 k} = Σ_j z_{a k1 j} z_{b k2 j} z_{c k j} (CoGS Sec. 4), a (d, d, d) complex array."""
   return jnp.einsum('aj,bj,cj->abc', Z_a, Z_b, Z_c)
 
 

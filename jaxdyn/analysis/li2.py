@@ -19,26 +19,26 @@ from jaxdyn.analysis import groups as groups_lib
 
 # --------------------------------------------------------------------------- Stage I
 
-def _regularised_inverses(F, eta):
-  n, K = F.shape
-  return (jnp.linalg.inv(F @ F.T + eta * jnp.eye(n, dtype=F.dtype)),
-          jnp.linalg.inv(F.T @ F + eta * jnp.eye(K, dtype=F.dtype)))
+def _solve_sample_gram(F, B, eta):
+  """(F̃F̃ᵀ + ηI)^{-1} B: an n × n solve (the push-through identity avoids K × K ones)."""
+  return jnp.linalg.solve(F @ F.T + eta * jnp.eye(F.shape[0], dtype=F.dtype), B)
 
 
 def ridge_top_layer(F, Y, eta):
-  """V_ridge = (F̃ᵀF̃ + ηI)^{-1} F̃ᵀỸ, the minimiser of ½‖F̃V - Ỹ‖² + ½η‖V‖²."""
-  return _regularised_inverses(F, eta)[1] @ F.T @ Y
+  """V_ridge = (F̃ᵀF̃ + ηI)^{-1} F̃ᵀỸ = F̃ᵀ(F̃F̃ᵀ + ηI)^{-1}Ỹ, the minimiser of ½‖F̃V - Ỹ‖² + ½η‖V‖²."""
+  return F.T @ _solve_sample_gram(F, Y, eta)
 
 
 def ridge_optimal_loss(F, Y, eta):
   """min_V ½‖F̃V - Ỹ‖² + ½η‖V‖² = ½η tr(Ỹᵀ(F̃F̃ᵀ + ηI)^{-1}Ỹ)."""
-  return 0.5 * eta * jnp.trace(Y.T @ _regularised_inverses(F, eta)[0] @ Y)
+  return 0.5 * eta * jnp.sum(Y * _solve_sample_gram(F, Y, eta))
 
 
 def ridge_backprop(F, Y, eta):
-  """G_F = η (F̃F̃ᵀ + ηI)^{-1} ỸỸᵀ F̃ (F̃ᵀF̃ + ηI)^{-1} = -∂ ridge_optimal_loss / ∂F̃ (Li2, Stage I)."""
-  inv_n, inv_k = _regularised_inverses(F, eta)
-  return eta * inv_n @ Y @ (Y.T @ F) @ inv_k
+  """G_F = η (F̃F̃ᵀ + ηI)^{-1} ỸỸᵀ F̃ (F̃ᵀF̃ + ηI)^{-1} = -∂ ridge_optimal_loss / ∂F̃ (Li2, Stage I),
+  computed as η A ỸỸᵀ A F̃ with A = (F̃F̃ᵀ + ηI)^{-1}."""
+  AY = _solve_sample_gram(F, Y, eta)
+  return eta * AY @ (AY.T @ F)
 
 
 def ridge_backprop_large_width(F, Y, eta):

@@ -166,7 +166,7 @@ def scale(z, s):
 # --------------------------------------------------------------------------- global optimisers
 
 def z_f6(d, nus=None):
-  """z_F6 = 6^{-1/3} Σ_k z_syn^(k) * z_ν^(k) * y_k (CoGS Cor. 2): order 6 per frequency, width 3(d-1).
+  """z_F6 = 6^{-1/3} Σ_k z_syn^(k) * z_ν^(k) * y_k (CoGS Sec. 5): order 6 per frequency, width 3(d-1).
   `nus` gives ν per positive frequency (default e^{iπ/3}, any ν ≠ 0 works)."""
   ks = positive_frequencies(d)
   nus = np.full(len(ks), np.exp(1j * np.pi / 3)) if nus is None else np.asarray(nus)
