@@ -135,13 +135,14 @@ def _pair_permutations(m):
   return np.array(list(itertools.permutations(range(m))))
 
 
-def factorize_group(F_3xm):
+def factorize_group(F_3xm, rel_tol=1e-6):
   """Factor an order-m group (m = 4 or 6) of [z_a; z_b; z_c] values at one frequency as
   (order-2) * (order-m/2), the Kronecker product of the semi-ring (CoGS Sec. 5, Table 2).
 
   Searches node orderings so that the second half is the first half times one ratio per row, up to the
-  (a, b, c) -> (-a, -b, c) sign symmetry of each node. Returns (order2_factor (3, 2),
-  other_factor (3, m/2), error) where error is the Frobenius spread of the ratios.
+  (a, b, c) -> (-a, -b, c) sign symmetry of each node. Returns the candidates within `rel_tol`·‖F‖ of
+  the best error, best first, each as (order2_factor (3, 2), other_factor (3, m/2), error), where error
+  is the Frobenius spread of the ratios; symmetric groups (e.g. ν a sixth root of unity) admit several.
   """
   F = np.asarray(F_3xm, dtype=complex)
   half = F.shape[1] // 2
@@ -153,10 +154,16 @@ def factorize_group(F_3xm):
   ratio = ratio * np.concatenate([flip[None], flip[None], np.ones_like(flip)[None]])
   spread = ratio - ratio.mean(axis=2, keepdims=True)
   errs = np.sqrt((np.abs(spread) ** 2).sum(axis=(0, 2)))
-  best = int(errs.argmin())
-  order2 = np.stack([np.ones(3, complex), ratio[:, best].mean(axis=1)], axis=1)
-  other = first[:, best] / first[:, best, :1]
-  return order2, other, float(errs[best])
+  order = np.argsort(errs)
+  near = order[errs[order] <= errs[order[0]] + rel_tol * np.linalg.norm(F)]
+  return [(np.stack([np.ones(3, complex), ratio[:, i].mean(axis=1)], axis=1),
+           first[:, i] / first[:, i, :1], float(errs[i])) for i in near]
+
+
+def _factor_names(order2, other, m):
+  other_name = classify_order2(other) if m == 4 else classify_order3(other)
+  names = sorted([classify_order2(order2), other_name], key=lambda s: s not in ('nu', 'nu_i'))
+  return '*'.join(names)
 
 
 def factorize_solution(spec, threshold=SOLUTION_THRESHOLD):
@@ -173,16 +180,16 @@ def factorize_solution(spec, threshold=SOLUTION_THRESHOLD):
     if m not in (4, 6):
       continue
     F = np.stack([np.asarray(z)[k, nodes] for z in spec])
-    order2, other, err = factorize_group(F)
+    candidates = factorize_group(F)
+    err = candidates[0][2]
     bad = err > 0.1 * np.sqrt(F.size)
     nonfact[m].append(bad)
     if bad:
       forms[k] = (m, 'nonfactorable')
       continue
     errs[m].append(err)
-    other_name = classify_order2(other) if m == 4 else classify_order3(other)
-    names = sorted([classify_order2(order2), other_name], key=lambda s: s not in ('nu', 'nu_i'))
-    forms[k] = (m, '*'.join(names))
+    named = [_factor_names(order2, other, m) for order2, other, _ in candidates]
+    forms[k] = (m, next((n for n in named if 'unknown' not in n), named[0]))
   mean = lambda v: float(np.mean(v)) if v else float('nan')  # noqa: E731
   return {'forms': forms, 'error4': mean(errs[4]), 'error6': mean(errs[6]),
           'nonfactorable4': mean(nonfact[4]), 'nonfactorable6': mean(nonfact[6])}
