@@ -1,0 +1,143 @@
+"""Finite groups as multiplication tables, their irreducible representations, and group tasks.
+
+Used for the Li2 group experiments (Tian 2025, arXiv 2509.21519, Sec. 5): the 2-layer net is trained
+on all pairs (g, h) with label g·h, and its learned features are compared with the irreps.
+"""
+import itertools
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Group(NamedTuple):
+  """A finite group: `table[g, h]` is the index of g·h; element 0 is the identity."""
+  name: str
+  table: np.ndarray
+
+
+def _from_elements(name, elements, compose):
+  """Group from a list of hashable elements (identity first) and a composition function."""
+  index = {e: i for i, e in enumerate(elements)}
+  table = np.array([[index[compose(g, h)] for h in elements] for g in elements])
+  return Group(name, table)
+
+
+def cyclic(n):
+  """Z_n under addition."""
+  return _from_elements(f'Z{n}', list(range(n)), lambda g, h: (g + h) % n)
+
+
+def direct_product(*groups):
+  """G_1 × ... × G_m with the componentwise product, e.g. Z2×Z3×Z4."""
+  elements = list(itertools.product(*(range(len(g.table)) for g in groups)))
+  compose = lambda x, y: tuple(int(g.table[a, b]) for g, a, b in zip(groups, x, y))  # noqa: E731
+  return _from_elements('x'.join(g.name for g in groups), elements, compose)
+
+
+def dihedral(n):
+  """D_n, the 2n symmetries of the n-gon: (s, r) = reflection^s rotation^r, r s = s r^{-1}."""
+  elements = [(s, r) for s in range(2) for r in range(n)]
+  compose = lambda x, y: ((x[0] + y[0]) % 2, ((-1) ** y[0] * x[1] + y[1]) % n)  # noqa: E731
+  return _from_elements(f'D{n}', elements, compose)
+
+
+def symmetric(n):
+  """S_n as permutations of range(n), (σ·τ)(i) = σ(τ(i))."""
+  elements = list(itertools.permutations(range(n)))
+  return _from_elements(f'S{n}', elements, lambda s, t: tuple(s[i] for i in t))
+
+
+def inverses(group):
+  return np.argmax(group.table == 0, axis=1)
+
+
+def conjugacy_classes(group):
+  inv, table = inverses(group), group.table
+  classes, seen = [], set()
+  for g in range(len(table)):
+    if g not in seen:
+      cls = sorted({int(table[table[x, g], inv[x]]) for x in range(len(table))})
+      seen.update(cls)
+      classes.append(cls)
+  return classes
+
+
+def group_task(group):
+  """All |G|² pairs: inputs (g, h) of shape (|G|², 2) and labels g·h of shape (|G|²,)."""
+  n = len(group.table)
+  g, h = np.divmod(np.arange(n * n), n)
+  return np.stack([g, h], axis=1), group.table[g, h]
+
+
+# --------------------------------------------------------------------------- representations
+
+class Irrep(NamedTuple):
+  """A unitary irreducible representation: matrices (|G|, dim, dim), character (|G|,), and the
+  Frobenius-Schur indicator (1 real, 0 complex, -1 quaternionic)."""
+  matrices: np.ndarray
+  character: np.ndarray
+  indicator: int
+
+  @property
+  def dim(self):
+    return self.matrices.shape[1]
+
+
+def regular_representation(group):
+  """Left-regular permutation matrices R(g)[g·x, x] = 1, shape (|G|, |G|, |G|)."""
+  n = len(group.table)
+  R = np.zeros((n, n, n))
+  R[np.arange(n)[:, None], group.table, np.arange(n)[None, :]] = 1
+  return R
+
+
+def irreps(group, seed=0):
+  """All complex irreps, by splitting the regular representation with a random Hermitian element of
+  its commutant: each eigenspace of H = Σ_g R(g) A R(g)ᵀ is one irreducible subspace, and equal
+  characters identify equivalent copies. Sorted by dimension (the trivial irrep first), real before complex."""
+  n = len(group.table)
+  R = regular_representation(group)
+  rng = np.random.default_rng(seed)
+  A = rng.normal(size=(n, n)) + 1j * rng.normal(size=(n, n))
+  H = np.einsum('gij,jk,glk->il', R, A + A.conj().T, R)
+  vals, vecs = np.linalg.eigh(H)
+  found = {}
+  start = 0
+  while start < n:
+    stop = start + 1
+    while stop < n and vals[stop] - vals[start] < 1e-6 * max(1.0, abs(vals[start])):
+      stop += 1
+    U = vecs[:, start:stop]
+    mats = np.einsum('ia,gij,jb->gab', U.conj(), R, U)
+    chi = np.trace(mats, axis1=1, axis2=2)
+    key = tuple(np.round(chi, 6))
+    if key not in found:
+      indicator = int(np.round(np.mean(chi[np.diagonal(group.table)]).real))
+      found[key] = Irrep(mats, chi, indicator)
+    start = stop
+  def order(rep):  # trivial first, then by dimension, real before complex, then by character phases
+    phases = np.angle(np.round(rep.character, 6) + 0.0) % (2 * np.pi)
+    return (rep.dim, -rep.indicator, -round(rep.character.real.sum(), 6), tuple(np.round(phases, 6)))
+  return sorted(found.values(), key=order)
+
+
+def isotypic_projector(group, irrep):
+  """Real projector (|G|, |G|) onto the functions G → R in the isotypic component of `irrep` and its
+  conjugate: P = (d/|G|) Σ_g Re-part of χ(g)* R(g), doubled for a complex pair."""
+  n = len(group.table)
+  R = regular_representation(group)
+  P = irrep.dim / n * np.einsum('g,gij->ij', irrep.character.conj(), R)
+  return P.real if irrep.indicator != 0 else 2 * P.real
+
+
+def real_irreps(group, seed=0):
+  """The real irreducible pieces: real-type irreps, and one entry per conjugate pair of complex ones.
+  Returns [(irrep, 'real' | 'complex')] (the complex entry is the member of the pair listed first)."""
+  out, seen = [], set()
+  for rep in irreps(group, seed):
+    key = tuple(np.round(rep.character.conj(), 6))
+    if key in seen:
+      continue
+    seen.add(tuple(np.round(rep.character, 6)))
+    out.append((rep, 'real' if rep.indicator == 1 else 'complex'))
+  return out
