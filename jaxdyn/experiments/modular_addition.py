@@ -67,9 +67,9 @@ def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
     config.train.update(steps=40, eval_every=5, checkpoint_every=20, steps_per_dispatch=20,
                         tensorboard=False)
   elif variant == 'grokking':
+    # Measured (docs/modular.md): train accuracy >= 99% by step 10, test >= 95% only at ~1300.
     config.data.train_fraction = 0.4
-    config.opt.wd = 1e-3
-    config.train.update(steps=20_000, checkpoint_every=5_000)
+    config.train.update(steps=6_000, checkpoint_every=2_000)
   elif variant == 'paper':
     config.num_seeds = 5
     config.seed = 1
