@@ -124,17 +124,19 @@ def init_state(task: Task) -> dict:
   return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
 
 
-def _member_step(task: Task, mesh, member, step, data, hp):
-  """One optimizer update of one member, with its dynamics statistics (norms by layer)."""
+def _member_step(task: Task, mesh, with_stats: bool, member, step, data, hp):
+  """One optimizer update of one member; with its dynamics statistics (norms by layer) if asked."""
   key = jax.random.wrap_key_data(member['key'])
   batch = mesh_lib.shard_batch(task.get_batch(data, step, key), mesh)
   (loss, aux), grads = jax.value_and_grad(task.loss_fn, has_aux=True)(member['params'], batch, hp)
   tx = task.make_optimizer(hp)
   updates, opt_state = tx.update(grads, member['opt_state'], member['params'])
   params = optax.apply_updates(member['params'], updates)
-  metrics = {'train/loss': loss, **{f'train/{k}': v for k, v in aux.items()},
-             **tree_norms(member['params'], 'norm/params'), **tree_norms(grads, 'norm/grads'),
-             **tree_norms(updates, 'norm/updates')}
+  metrics = {'train/loss': loss}
+  if with_stats:
+    metrics.update({**{f'train/{k}': v for k, v in aux.items()},
+                    **tree_norms(member['params'], 'norm/params'),
+                    **tree_norms(grads, 'norm/grads'), **tree_norms(updates, 'norm/updates')})
   return {'params': params, 'opt_state': opt_state, 'key': member['key']}, metrics
 
 
@@ -145,23 +147,30 @@ def _evaluate(task: Task, params, data) -> dict:
 
 
 def build_chunk_fn(task: Task, mesh):
-  """The jitted program: n_outer x (scan of n_inner steps, then evaluation)."""
-  vstep = jax.vmap(functools.partial(_member_step, task, mesh), in_axes=(0, None, 0, 0),
-                   spmd_axis_name=mesh_lib.SWEEP)
+  """The jitted program: n_outer x (scan of n_inner steps, then evaluation).
+
+  Only the last step before an evaluation computes the logged statistics; the others return just
+  their loss (checked for non-finite values).
+  """
+  def vstep(with_stats):
+    return jax.vmap(functools.partial(_member_step, task, mesh, with_stats),
+                    in_axes=(0, None, 0, 0), spmd_axis_name=mesh_lib.SWEEP)
+  lean_step, logged_step = vstep(False), vstep(True)
 
   @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',))
   def chunk(state, data, hparams, *, n_outer: int, n_inner: int):
     def inner(carry, _):
       members, step = carry
-      members, metrics = vstep(members, step, data, hparams)
-      return (members, step + 1), metrics
+      members, metrics = lean_step(members, step, data, hparams)
+      return (members, step + 1), metrics['train/loss']
 
     def outer(carry, _):
-      carry, metrics = jax.lax.scan(inner, carry, None, length=n_inner)
-      bad = jnp.any(~jnp.isfinite(metrics['train/loss']), axis=1)          # (n_inner,)
+      (members, step), losses = jax.lax.scan(inner, carry, None, length=n_inner - 1)
+      members, last = logged_step(members, step, data, hparams)
+      losses = jnp.concatenate([losses, last['train/loss'][None]])          # (n_inner, S)
+      bad = jnp.any(~jnp.isfinite(losses), axis=1)
       first_bad = jnp.where(jnp.any(bad), jnp.argmax(bad), -1)
-      last = jax.tree.map(lambda m: m[-1], metrics)
-      return carry, (last, _evaluate(task, carry[0]['params'], data), first_bad)
+      return (members, step + 1), (last, _evaluate(task, members['params'], data), first_bad)
 
     (members, step), outs = jax.lax.scan(outer, (state['members'], state['step']), None,
                                          length=n_outer)
