@@ -63,7 +63,7 @@ def time_jaxdyn(modulus: int, seeds: int, steps: int, repeats: int) -> float:
   state = [jax.jit(functools.partial(trainer.init_state, task))()]
 
   def run():
-    state[0], outs = chunk(state[0], data, hparams, n_outer=1, n_inner=steps)
+    state[0], outs = chunk(state[0], data, None, hparams, n_outer=1, n_inner=steps)
     jax.block_until_ready((state[0], outs))
   return _median_time(run, repeats) / steps
 

@@ -51,7 +51,8 @@ class Task:
 
   `data` is a pytree whose leaves have a leading sweep axis (each member its own split, say);
   `hparams` maps names to arrays of shape (S,) and labels the members in the metrics. `hparams['seed']`
-  seeds the member's parameters and data order.
+  seeds the member's parameters and data order. `shared_data` (a dict, no sweep axis, replicated:
+  a text corpus, say) is merged into each member's `data` dict before get_batch and evaluate see it.
   """
   init_params: Callable[..., Params]
   loss_fn: Callable[..., tuple[jax.Array, dict]]
@@ -60,6 +61,7 @@ class Task:
   evaluate: Callable[..., dict] | None
   data: Any
   hparams: dict[str, np.ndarray]
+  shared_data: dict | None = None
 
   @property
   def num_members(self) -> int:
@@ -124,8 +126,9 @@ def init_state(task: Task) -> dict:
   return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
 
 
-def _member_step(task: Task, mesh, with_stats: bool, member, step, data, hp):
+def _member_step(task: Task, mesh, with_stats: bool, member, step, data, shared, hp):
   """One optimizer update of one member; with its dynamics statistics (norms by layer) if asked."""
+  data = _with_shared(data, shared)
   key = jax.random.wrap_key_data(member['key'])
   batch = mesh_lib.shard_batch(task.get_batch(data, step, key), mesh)
   (loss, aux), grads = jax.value_and_grad(task.loss_fn, has_aux=True)(member['params'], batch, hp)
@@ -140,10 +143,16 @@ def _member_step(task: Task, mesh, with_stats: bool, member, step, data, hp):
   return {'params': params, 'opt_state': opt_state, 'key': member['key']}, metrics
 
 
-def _evaluate(task: Task, params, data) -> dict:
+def _with_shared(data, shared):
+  return data if shared is None else {**data, **shared}
+
+
+def _evaluate(task: Task, params, data, shared) -> dict:
   if task.evaluate is None:
     return {}
-  return jax.vmap(lambda p, d: {f'eval/{k}': v for k, v in task.evaluate(p, d).items()})(params, data)
+  return jax.vmap(
+      lambda p, d: {f'eval/{k}': v for k, v in task.evaluate(p, _with_shared(d, shared)).items()}
+  )(params, data)
 
 
 def build_chunk_fn(task: Task, mesh):
@@ -154,23 +163,24 @@ def build_chunk_fn(task: Task, mesh):
   """
   def vstep(with_stats):
     return jax.vmap(functools.partial(_member_step, task, mesh, with_stats),
-                    in_axes=(0, None, 0, 0), spmd_axis_name=mesh_lib.SWEEP)
+                    in_axes=(0, None, 0, None, 0), spmd_axis_name=mesh_lib.SWEEP)
   lean_step, logged_step = vstep(False), vstep(True)
 
   @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',))
-  def chunk(state, data, hparams, *, n_outer: int, n_inner: int):
+  def chunk(state, data, shared, hparams, *, n_outer: int, n_inner: int):
     def inner(carry, _):
       members, step = carry
-      members, metrics = lean_step(members, step, data, hparams)
+      members, metrics = lean_step(members, step, data, shared, hparams)
       return (members, step + 1), metrics['train/loss']
 
     def outer(carry, _):
       (members, step), losses = jax.lax.scan(inner, carry, None, length=n_inner - 1)
-      members, last = logged_step(members, step, data, hparams)
+      members, last = logged_step(members, step, data, shared, hparams)
       losses = jnp.concatenate([losses, last['train/loss'][None]])          # (n_inner, S)
       bad = jnp.any(~jnp.isfinite(losses), axis=1)
       first_bad = jnp.where(jnp.any(bad), jnp.argmax(bad), -1)
-      return (members, step + 1), (last, _evaluate(task, members['params'], data), first_bad)
+      evals = _evaluate(task, members['params'], data, shared)
+      return (members, step + 1), (last, evals, first_bad)
 
     (members, step), outs = jax.lax.scan(outer, (state['members'], state['step']), None,
                                          length=n_outer)
@@ -235,6 +245,7 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
   members = task.member_labels()
   sweep, rep = mesh_lib.sweep_sharding(mesh), mesh_lib.replicated(mesh)
   data = jax.device_put(task.data, sweep)
+  shared = jax.device_put(task.shared_data, rep)
   hparams = jax.device_put({k: jnp.asarray(v) for k, v in task.hparams.items()}, sweep)
   state_sharding = {'step': rep, 'members': sweep}
   state = jax.jit(functools.partial(init_state, task), out_shardings=state_sharding)()
@@ -257,8 +268,8 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
     history.steps, history.records = history_prefix
     history.last_good_checkpoint = checkpointer.path(step)
   elif step == 0:
-    evals = jax.device_get(jax.jit(functools.partial(_evaluate, task))(state['members']['params'],
-                                                                       data))
+    evals = jax.device_get(jax.jit(functools.partial(_evaluate, task))(
+        state['members']['params'], data, shared))
     history.add(0, evals)
   meta = {'config': config_json or {}, 'members': members}
 
@@ -266,7 +277,7 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
   pending = None
   while step < schedule.steps:
     n_outer, n_inner = schedule.next_chunk(step)
-    state, outs = chunk_fn(state, data, hparams, n_outer=n_outer, n_inner=n_inner)
+    state, outs = chunk_fn(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner)
     if pending is not None:   # fetched one dispatch late: the host works while the device runs
       history.add_chunk(*pending)
     pending = (step, n_inner, outs)
