@@ -23,6 +23,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 PyTree = Any
@@ -33,6 +34,9 @@ SIDE_RULES = ('std', 'reverse_std', 'left', 'right', 'full')
 LAYOUTS = ('flax', 'torch')
 MOMENT_POLICIES = ('keep', 'reset', 'reproject')
 PROJECTOR_SOURCES = ('svd', 'randomized_svd', 'random')
+# Arguments of `galore` that fix shapes or Python control flow: pass them as
+# `optax.inject_hyperparams(galore, static_args=STATIC_ARGS)`.
+STATIC_ARGS = ('rank', 'update_proj_gap', 'oversample', 'power_iters', 'batch_dims', 'seed')
 # Inner-state fields that hold second moments (elementwise squares): under
 # `moments='reproject'` they are mapped with the squared change of basis.
 SECOND_MOMENT_FIELDS = ('nu', 'nu_max')
@@ -448,17 +452,30 @@ def galore(
     b2: float = 0.999,
     eps: float = 1e-6,
     weight_decay: float = 0.0,
-    **galore_kwargs,
+    *,
+    side: str = 'std',
+    layout: str = 'flax',
+    moments: str = 'keep',
+    projector: str = 'svd',
+    oversample: int = 8,
+    power_iters: int = 2,
+    align_signs: bool = True,
+    mask: Optional[PyTree] = None,
+    selector: Optional[LeafPredicate] = None,
+    batch_dims: Union[int, Callable[[Path, jax.Array], int]] = 0,
+    seed: int = 0,
 ) -> optax.GradientTransformation:
   """GaLore-AdamW: `scale_by_galore` around Adam, decoupled weight decay, lr.
 
-  As in the reference, weight decay lr * wd * p applies to every parameter
-  (projected or not). `galore_kwargs` go to `scale_by_galore` (side, layout,
-  moments, projector, mask, selector, batch_dims, ...).
+  As in the reference, weight decay lr * wd * p applies to every parameter,
+  projected or not. The other arguments are those of `scale_by_galore`.
   """
   return optax.chain(
-      scale_by_galore(rank, update_proj_gap, scale, optax.scale_by_adam(b1, b2, eps),
-                      **galore_kwargs),
+      scale_by_galore(
+          rank, update_proj_gap, scale, optax.scale_by_adam(b1, b2, eps), side=side,
+          layout=layout, moments=moments, projector=projector, oversample=oversample,
+          power_iters=power_iters, align_signs=align_signs, mask=mask, selector=selector,
+          batch_dims=batch_dims, seed=seed),
       optax.add_decayed_weights(weight_decay),
       optax.scale_by_learning_rate(learning_rate),
   )
@@ -472,7 +489,7 @@ class StateBytes(NamedTuple):
 def optimizer_state_bytes(state: PyTree) -> StateBytes:
   """Bytes of every array in an optimizer state (arrays or ShapeDtypeStructs)."""
   per_leaf = {
-      jax.tree_util.keystr(path): int(jnp.size(x)) * jnp.dtype(x.dtype).itemsize
+      jax.tree_util.keystr(path): int(np.prod(x.shape)) * jnp.dtype(x.dtype).itemsize
       for path, x in jax.tree_util.tree_leaves_with_path(state)
   }
   return StateBytes(per_leaf, sum(per_leaf.values()))
