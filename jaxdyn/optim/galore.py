@@ -225,8 +225,16 @@ def _align_signs(new, old):
   return jnp.where(flip, -new, new)
 
 
+def _unsharded(x):
+  """x gathered on every device: SVD needs whole matrices under an explicit mesh."""
+  if any(axis is not None for axis in jax.typeof(x).sharding.spec):
+    return jax.sharding.reshard(x, jax.typeof(x).sharding.update(spec=jax.P()))
+  return x
+
+
 def _refresh_leaf(g, p_old, q_old, plan, key, source, oversample, power_iters, align):
   """New projectors for one leaf; non-finite slices keep their old projector."""
+  g, p_old, q_old = jax.tree.map(_unsharded, (g, p_old, q_old))
   batch_shape = g.shape[:plan.batch_dims]
   g_slices = g.reshape((-1,) + g.shape[-2:]).astype(jnp.float32)
   keys = jax.random.split(key, g_slices.shape[0])
@@ -479,6 +487,60 @@ def galore(
       optax.add_decayed_weights(weight_decay),
       optax.scale_by_learning_rate(learning_rate),
   )
+
+
+def state_shardings_like_params(state: PyTree, params: PyTree, param_shardings: PyTree) -> PyTree:
+  """NamedShardings for an (abstract) optimizer state that follow the params'.
+
+  Every state subtree shaped like the params tree (moments, including
+  low-rank ones) keeps a param's mesh axis on each dimension whose size is
+  unchanged and replicates reduced ones; a projector keeps the spec of the
+  dimension it spans; everything else (counts, keys) is replicated.
+  """
+  treedef = jax.tree.structure(params)
+  shapes = treedef.flatten_up_to(jax.tree.map(jnp.shape, params))
+  flat_shardings = treedef.flatten_up_to(param_shardings)
+  mesh = flat_shardings[0].mesh
+  replicated = jax.NamedSharding(mesh, jax.P())
+
+  def padded_spec(sharding, ndim):
+    spec = tuple(sharding.spec)
+    return spec + (None,) * (ndim - len(spec))
+
+  def follow(x, shape, sharding):
+    if x is None or len(x.shape) != len(shape):
+      return None if x is None else replicated
+    spec = padded_spec(sharding, len(shape))
+    return jax.NamedSharding(mesh, jax.P(*[
+        axis if new == old else None for axis, new, old in zip(spec, x.shape, shape)]))
+
+  def projector(x, shape, sharding, spanned_axis):
+    if x is None:
+      return None
+    spec = padded_spec(sharding, len(shape))
+    return jax.NamedSharding(mesh, jax.P(*spec[:-2], spec[spanned_axis], None))
+
+  def like_params(tree, fn, *args):
+    leaves = treedef.flatten_up_to(tree)
+    return jax.tree.unflatten(
+        treedef, [fn(x, s, sh, *args) for x, s, sh in zip(leaves, shapes, flat_shardings)])
+
+  def is_node(x):
+    return isinstance(x, GaLoreState) or jax.tree.structure(x) == treedef
+
+  def visit(node):
+    if isinstance(node, GaLoreState):
+      return GaLoreState(
+          count=replicated, key=replicated,
+          left=like_params(node.left, projector, -2),
+          right=like_params(node.right, projector, -1),
+          svd_failures=jax.tree.map(lambda _: replicated, node.svd_failures),
+          inner_state=jax.tree.map(visit, node.inner_state, is_leaf=is_node))
+    if jax.tree.structure(node) == treedef and treedef.num_leaves > 1:
+      return like_params(node, follow)
+    return jax.tree.map(lambda _: replicated, node)
+
+  return jax.tree.map(visit, state, is_leaf=is_node)
 
 
 class StateBytes(NamedTuple):
