@@ -207,11 +207,22 @@ def randomized_svd(g, rank: int, oversample: int, power_iters: int, key):
   return (basis @ u_small)[:, :rank], vh[:rank].T
 
 
+def exact_svd(g, rank: int):
+  """Top-`rank` singular vectors (U, V) of g, decomposing the tall orientation.
+
+  jaxlib's CPU SVD is many times slower on a wide matrix than on its transpose.
+  """
+  if g.shape[0] < g.shape[1]:
+    v, _, uh = jnp.linalg.svd(g.T, full_matrices=False)
+    return uh[:rank].T, v[:, :rank]
+  u, _, vh = jnp.linalg.svd(g, full_matrices=False)
+  return u[:, :rank], vh[:rank].T
+
+
 def _top_singular_vectors(g, rank, source, oversample, power_iters, key):
   """(U_r, V_r) of one fp32 matrix from the chosen projector source."""
   if source == 'svd':
-    u, _, vh = jnp.linalg.svd(g, full_matrices=False)
-    return u[:, :rank], vh[:rank].T
+    return exact_svd(g, rank)
   if source == 'randomized_svd':
     return randomized_svd(g, rank, oversample, power_iters, key)
   key_left, key_right = jax.random.split(key)
