@@ -1,0 +1,568 @@
+"""GaLore: gradient low-rank projection (Zhao et al., ICML 2024) as an optax transform.
+
+Each selected matrix gradient G (m x n) is projected onto a rank-r subspace,
+R = P^T G (the "rows" side, P m x r) or R = G Q (the "cols" side, Q n x r) or
+R = P^T G Q (both), an inner params-free transform (Adam by default) runs on R,
+and the result is projected back and multiplied by `scale` (paper Alg. 1,
+eq. 3-4). Projectors are refreshed from the fp32 SVD of the current gradient
+every `update_proj_gap` steps (T in the paper).
+
+Side rules follow the reference (`galore_torch`), which is written for
+PyTorch's (out, in) weight layout: `std` reduces the smaller dimension,
+`reverse_std` the larger one, `left` the out dimension, `right` the in
+dimension, `full` both. With `layout='flax'` (kernels stored (in, out)) every
+rule picks the same matrices as the reference does on the transposed weight;
+this only changes the tie-break of square matrices under `std`/`reverse_std`
+and the meaning of `left`/`right`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+PyTree = Any
+Path = tuple
+LeafPredicate = Callable[[Path, jax.Array], bool]
+
+SIDE_RULES = ('std', 'reverse_std', 'left', 'right', 'full')
+LAYOUTS = ('flax', 'torch')
+MOMENT_POLICIES = ('keep', 'reset', 'reproject')
+PROJECTOR_SOURCES = ('svd', 'randomized_svd', 'random')
+# Arguments of `galore` that fix shapes or Python control flow: pass them as
+# `optax.inject_hyperparams(galore, static_args=STATIC_ARGS)`.
+STATIC_ARGS = ('rank', 'update_proj_gap', 'oversample', 'power_iters', 'batch_dims', 'seed')
+# Inner-state fields that hold second moments (elementwise squares): under
+# `moments='reproject'` they are mapped with the squared change of basis.
+SECOND_MOMENT_FIELDS = ('nu', 'nu_max')
+
+
+class GaLoreState(NamedTuple):
+  """State of `scale_by_galore`.
+
+  `left[k]` is P (batch + (m, r)) and `right[k]` is Q (batch + (n, r)) for a
+  projected leaf k, None where that side is not used; `svd_failures[k]` counts
+  the matrix slices whose refresh was non-finite and kept the old projector.
+  """
+  count: jax.Array
+  key: jax.Array
+  left: PyTree
+  right: PyTree
+  svd_failures: PyTree
+  inner_state: optax.OptState
+
+
+@dataclasses.dataclass(frozen=True)
+class _LeafPlan:
+  """Static per-leaf decision: which axes of the trailing matrix are reduced."""
+  mode: str  # 'skip' (not selected), 'full_rank', 'rows', 'cols' or 'both'
+  rank: int = 0
+  batch_dims: int = 0
+
+  @property
+  def projected(self) -> bool:
+    return self.mode in ('rows', 'cols', 'both')
+
+  @property
+  def uses_left(self) -> bool:
+    return self.mode in ('rows', 'both')
+
+  @property
+  def uses_right(self) -> bool:
+    return self.mode in ('cols', 'both')
+
+
+def _reduced_axes(side: str, layout: str, m: int, n: int) -> str:
+  """Maps a reference side rule to 'rows'/'cols'/'both' of the stored matrix.
+
+  The reference rule is applied to the (out, in) matrix; a Flax kernel (in, out)
+  is its transpose, so reducing the reference's rows means our columns.
+  """
+  if side == 'full':
+    return 'both'
+  out_dim, in_dim = (m, n) if layout == 'torch' else (n, m)
+  if side == 'std':
+    reduce_out = out_dim < in_dim
+  elif side == 'reverse_std':
+    reduce_out = out_dim >= in_dim
+  else:
+    reduce_out = side == 'left'
+  out_axis_is_rows = layout == 'torch'
+  return 'rows' if reduce_out == out_axis_is_rows else 'cols'
+
+
+def llama_galore_mask(
+    params: PyTree,
+    module_patterns: Sequence[str] = ('attn', 'attention', 'mlp'),
+    leaf_names: Sequence[str] = ('kernel',),
+) -> PyTree:
+  """The paper's LLaMA recipe: GaLore on attention and MLP weight matrices only.
+
+  A leaf is selected when its last path key is in `leaf_names` and some earlier
+  key contains one of `module_patterns` (case-insensitive). Embeddings, the
+  head and norms are left to the plain inner optimizer.
+  """
+  patterns = tuple(p.lower() for p in module_patterns)
+
+  def select(path, leaf):
+    names = [_key_name(k).lower() for k in path]
+    in_module = any(p in name for name in names[:-1] for p in patterns)
+    return bool(names) and names[-1] in leaf_names and in_module and jnp.ndim(leaf) >= 2
+
+  return jax.tree_util.tree_map_with_path(select, params)
+
+
+def _key_name(key) -> str:
+  for attr in ('key', 'name', 'idx'):
+    if hasattr(key, attr):
+      return str(getattr(key, attr))
+  return str(key)
+
+
+def _leaf_plans(params, rank, side, layout, mask, selector, batch_dims) -> PyTree:
+  """Per-leaf `_LeafPlan`s; raises ValueError naming the leaf path on bad input."""
+  if callable(mask):
+    mask = mask(params)
+  if mask is not None:
+    mask_leaves = jax.tree.leaves(jax.tree.map(bool, mask))
+    flat_mask = jax.tree.unflatten(jax.tree.structure(params), mask_leaves)
+  else:
+    flat_mask = jax.tree.map(lambda _: None, params, is_leaf=lambda x: x is None)
+
+  def plan(path, leaf, masked):
+    where = jax.tree_util.keystr(path)
+    n_batch = batch_dims(path, leaf) if callable(batch_dims) else batch_dims
+    if masked is not None:
+      selected = masked
+    elif selector is not None:
+      selected = bool(selector(path, leaf))
+    else:
+      selected = jnp.ndim(leaf) == 2 + n_batch
+    if not selected:
+      return _LeafPlan('skip')
+    if jnp.ndim(leaf) - n_batch != 2:
+      raise ValueError(
+          f'GaLore: selected leaf {where} has shape {jnp.shape(leaf)}, which is not'
+          f' 2-D after its {n_batch} leading batch axes.')
+    leaf_rank = rank(path, leaf) if callable(rank) else rank
+    if leaf_rank <= 0:
+      raise ValueError(f'GaLore: rank must be positive, got {leaf_rank} for leaf {where}.')
+    m, n = jnp.shape(leaf)[-2:]
+    if min(m, n) <= leaf_rank:
+      return _LeafPlan('full_rank', leaf_rank, n_batch)
+    return _LeafPlan(_reduced_axes(side, layout, m, n), leaf_rank, n_batch)
+
+  return jax.tree_util.tree_map_with_path(plan, params, flat_mask)
+
+
+def _transpose(x):
+  return jnp.swapaxes(x, -1, -2)
+
+
+def _project(g, p, q, plan: _LeafPlan):
+  """R = P^T G, G Q or P^T G Q (paper eq. 3), batched over leading axes."""
+  if plan.uses_left:
+    g = _transpose(p) @ g
+  if plan.uses_right:
+    g = g @ q
+  return g
+
+
+def _project_back(r, p, q, plan: _LeafPlan):
+  """G~ = P R, R Q^T or P R Q^T (paper eq. 4)."""
+  if plan.uses_left:
+    r = p @ r
+  if plan.uses_right:
+    r = r @ _transpose(q)
+  return r
+
+
+def _low_rank_shape(shape, plan: _LeafPlan):
+  m, n = shape[-2:]
+  m = plan.rank if plan.uses_left else m
+  n = plan.rank if plan.uses_right else n
+  return tuple(shape[:-2]) + (m, n)
+
+
+def _orthonormal_columns(key, rows: int, rank: int):
+  """A uniformly random orthonormal rows x rank matrix (GoLore projector)."""
+  q, r = jnp.linalg.qr(jax.random.normal(key, (rows, rank), jnp.float32))
+  return q * jnp.sign(jnp.diagonal(r))
+
+
+def randomized_svd(g, rank: int, oversample: int, power_iters: int, key):
+  """Top-`rank` singular vectors (U, V) of g by Halko et al. 2011, Alg. 4.4 + 5.1."""
+  n = g.shape[1]
+  sketch = g @ jax.random.normal(key, (n, min(rank + oversample, n)), g.dtype)
+  basis, _ = jnp.linalg.qr(sketch)
+  for _ in range(power_iters):
+    basis, _ = jnp.linalg.qr(g.T @ basis)
+    basis, _ = jnp.linalg.qr(g @ basis)
+  u_small, _, vh = jnp.linalg.svd(basis.T @ g, full_matrices=False)
+  return (basis @ u_small)[:, :rank], vh[:rank].T
+
+
+def exact_svd(g, rank: int):
+  """Top-`rank` singular vectors (U, V) of g, decomposing the tall orientation.
+
+  jaxlib's CPU SVD is many times slower on a wide matrix than on its transpose.
+  """
+  if g.shape[0] < g.shape[1]:
+    v, _, uh = jnp.linalg.svd(g.T, full_matrices=False)
+    return uh[:rank].T, v[:, :rank]
+  u, _, vh = jnp.linalg.svd(g, full_matrices=False)
+  return u[:, :rank], vh[:rank].T
+
+
+def _top_singular_vectors(g, rank, source, oversample, power_iters, key):
+  """(U_r, V_r) of one fp32 matrix from the chosen projector source."""
+  if source == 'svd':
+    return exact_svd(g, rank)
+  if source == 'randomized_svd':
+    return randomized_svd(g, rank, oversample, power_iters, key)
+  key_left, key_right = jax.random.split(key)
+  m, n = g.shape
+  return _orthonormal_columns(key_left, m, rank), _orthonormal_columns(key_right, n, rank)
+
+
+def _align_signs(new, old):
+  """Flips each new column whose inner product with the old one is negative."""
+  flip = jnp.sum(new * old, axis=-2, keepdims=True) < 0
+  return jnp.where(flip, -new, new)
+
+
+def _unsharded(x):
+  """x gathered on every device: SVD needs whole matrices under an explicit mesh."""
+  if any(axis is not None for axis in jax.typeof(x).sharding.spec):
+    return jax.sharding.reshard(x, jax.typeof(x).sharding.update(spec=jax.P()))
+  return x
+
+
+def _refresh_leaf(g, p_old, q_old, plan, key, source, oversample, power_iters, align):
+  """New projectors for one leaf; non-finite slices keep their old projector."""
+  g, p_old, q_old = jax.tree.map(_unsharded, (g, p_old, q_old))
+  batch_shape = g.shape[:plan.batch_dims]
+  g_slices = g.reshape((-1,) + g.shape[-2:]).astype(jnp.float32)
+  keys = jax.random.split(key, g_slices.shape[0])
+  u, v = jax.vmap(
+      lambda x, k: _top_singular_vectors(x, plan.rank, source, oversample, power_iters, k)
+  )(g_slices, keys)
+  u = u.reshape(batch_shape + u.shape[-2:])
+  v = v.reshape(batch_shape + v.shape[-2:])
+  new, old = [], []
+  if plan.uses_left:
+    new.append(u.astype(p_old.dtype))
+    old.append(p_old)
+  if plan.uses_right:
+    new.append(v.astype(q_old.dtype))
+    old.append(q_old)
+  if align:
+    new = [_align_signs(a, b) for a, b in zip(new, old)]
+  finite = jnp.ones(batch_shape, bool)
+  for a in new:
+    finite &= jnp.all(jnp.isfinite(a), axis=(-2, -1))
+  kept = [jnp.where(finite[..., None, None], a, b) for a, b in zip(new, old)]
+  p_new = kept.pop(0) if plan.uses_left else None
+  q_new = kept.pop(0) if plan.uses_right else None
+  return p_new, q_new, jnp.sum(~finite, dtype=jnp.int32)
+
+
+def _change_of_basis(p_old, q_old, p_new, q_new, plan):
+  """(C_left, C_right) with R_new ~ C_left R_old C_right (moments reprojection)."""
+  c_left = _transpose(p_new) @ p_old if plan.uses_left else None
+  c_right = _transpose(q_old) @ q_new if plan.uses_right else None
+  return c_left, c_right
+
+
+def _map_moments(inner_state, low_rank_tree, plans, fn):
+  """Applies fn(field_name, moment, plan, leaf_index) to param-shaped inner-state leaves.
+
+  Param-shaped subtrees are found by tree structure (as `optax.tree_map_params`
+  does); only leaves shaped like the low-rank gradient of a projected leaf
+  are passed to fn, so counts and factored statistics are left alone.
+  """
+  treedef = jax.tree.structure(low_rank_tree)
+  shapes = [jnp.shape(x) for x in jax.tree.leaves(low_rank_tree)]
+  flat_plans = treedef.flatten_up_to(plans)
+
+  def is_moment_tree(x):
+    return jax.tree.structure(x) == treedef
+
+  def visit(path, subtree):
+    if not is_moment_tree(subtree):
+      return subtree
+    field = _key_name(path[-1]) if path else ''
+    leaves = treedef.flatten_up_to(subtree)
+    out = [
+        fn(field, x, plan, i) if plan.projected and jnp.shape(x) == shape else x
+        for i, (x, plan, shape) in enumerate(zip(leaves, flat_plans, shapes))
+    ]
+    return jax.tree.unflatten(treedef, out)
+
+  return jax.tree_util.tree_map_with_path(visit, inner_state, is_leaf=is_moment_tree)
+
+
+def scale_by_galore(
+    rank: Union[int, Callable[[Path, jax.Array], int]],
+    update_proj_gap: int = 200,
+    scale: float = 1.0,
+    inner: Optional[optax.GradientTransformation] = None,
+    *,
+    side: str = 'std',
+    layout: str = 'flax',
+    moments: str = 'keep',
+    projector: str = 'svd',
+    oversample: int = 8,
+    power_iters: int = 2,
+    align_signs: bool = True,
+    mask: Optional[PyTree] = None,
+    selector: Optional[LeafPredicate] = None,
+    batch_dims: Union[int, Callable[[Path, jax.Array], int]] = 0,
+    seed: int = 0,
+) -> optax.GradientTransformation:
+  """GaLore gradient projection around a params-free `inner` transform (Alg. 1).
+
+  Args:
+    rank: r, an int or a callable (path, leaf) -> int.
+    update_proj_gap: T; projectors are refreshed at steps 0, T, 2T, ...
+    scale: alpha, multiplies the back-projected update of selected leaves.
+    inner: params-free transform run on the low-rank gradients and on the
+      unselected leaves; defaults to `optax.scale_by_adam()`.
+    side: 'std', 'reverse_std', 'left', 'right' or 'full' (see module doc).
+    layout: 'flax' for (in, out) kernels, 'torch' for (out, in) weights.
+    moments: on a refresh, 'keep' the inner moments (reference), 'reset' them
+      to zero, or 'reproject' them into the new subspace (M <- P_new^T P_old M;
+      second moments `nu` with the elementwise-squared change of basis).
+    projector: 'svd' (exact), 'randomized_svd' or 'random' (GoLore).
+    oversample: extra sketch columns of the randomized SVD.
+    power_iters: power iterations of the randomized SVD.
+    align_signs: flip new singular vectors to agree with the old ones, so that
+      kept moments stay meaningful across refreshes.
+    mask: pytree of bools (or a callable params -> such a pytree), True for
+      leaves to project.
+    selector: callable (path, leaf) -> bool, alternative to `mask`. With
+      neither, every leaf that is a matrix after its batch axes is selected.
+    batch_dims: number of leading batch axes (stacked layers), an int or a
+      callable (path, leaf) -> int; each slice gets its own projector.
+    seed: seeds the randomized and random projectors.
+
+  Selected leaves with min(m, n) <= rank are updated at full rank (times scale).
+  """
+  if not callable(rank) and rank <= 0:
+    raise ValueError(f'GaLore: rank must be positive, got {rank}.')
+  if update_proj_gap <= 0:
+    raise ValueError(f'GaLore: update_proj_gap (T) must be positive, got {update_proj_gap}.')
+  for name, value, allowed in (('side', side, SIDE_RULES), ('layout', layout, LAYOUTS),
+                               ('moments', moments, MOMENT_POLICIES),
+                               ('projector', projector, PROJECTOR_SOURCES)):
+    if value not in allowed:
+      raise ValueError(f'GaLore: unknown {name} {value!r}; expected one of {allowed}.')
+  if mask is not None and selector is not None:
+    raise ValueError('GaLore: pass either mask or selector, not both.')
+  inner = optax.scale_by_adam() if inner is None else inner
+
+  def plans_for(tree):
+    return _leaf_plans(tree, rank, side, layout, mask, selector, batch_dims)
+
+  def low_rank_zeros(tree, plans):
+    return jax.tree.map(
+        lambda x, plan: jnp.zeros(_low_rank_shape(x.shape, plan) if plan.projected else x.shape,
+                                  x.dtype), tree, plans)
+
+  def projector_zeros(tree, plans, left: bool):
+    def zeros(x, plan):
+      if not (plan.uses_left if left else plan.uses_right):
+        return None
+      dim = x.shape[-2] if left else x.shape[-1]
+      return jnp.zeros(x.shape[:-2] + (dim, plan.rank), x.dtype)
+    return jax.tree.map(zeros, tree, plans)
+
+  def init_fn(params):
+    plans = plans_for(params)
+    return GaLoreState(
+        count=jnp.zeros([], jnp.int32),
+        key=jax.random.key_data(jax.random.key(seed)),
+        left=projector_zeros(params, plans, left=True),
+        right=projector_zeros(params, plans, left=False),
+        svd_failures=jax.tree.map(
+            lambda plan: jnp.zeros([], jnp.int32) if plan.projected else None, plans),
+        inner_state=inner.init(low_rank_zeros(params, plans)),
+    )
+
+  def refresh(updates, plans, state):
+    step_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.count)
+    flat_updates, treedef = jax.tree.flatten(updates)
+    flat_plans = treedef.flatten_up_to(plans)
+    flat_left = treedef.flatten_up_to(state.left)
+    flat_right = treedef.flatten_up_to(state.right)
+    flat_fail = treedef.flatten_up_to(state.svd_failures)
+    new_left, new_right, new_fail = [], [], []
+    for i, (g, plan, p, q, fails) in enumerate(
+        zip(flat_updates, flat_plans, flat_left, flat_right, flat_fail)):
+      if not plan.projected:
+        new_left.append(p), new_right.append(q), new_fail.append(fails)
+        continue
+      p_new, q_new, failed = _refresh_leaf(
+          g, p, q, plan, jax.random.fold_in(step_key, i), projector, oversample,
+          power_iters, align_signs)
+      new_left.append(p_new), new_right.append(q_new), new_fail.append(fails + failed)
+    inner_state = state.inner_state
+    if moments != 'keep':
+      bases = [
+          _change_of_basis(p, q, p_new, q_new, plan) if plan.projected else None
+          for p, q, p_new, q_new, plan in zip(flat_left, flat_right, new_left, new_right,
+                                              flat_plans)
+      ]
+
+      def move(field, moment, plan, i):
+        if moments == 'reset':
+          return jnp.zeros_like(moment)
+        c_left, c_right = bases[i]
+        if field in SECOND_MOMENT_FIELDS:
+          c_left = None if c_left is None else jnp.square(c_left)
+          c_right = None if c_right is None else jnp.square(c_right)
+        moved = moment if c_left is None else c_left @ moment
+        moved = moved if c_right is None else moved @ c_right
+        return moved.astype(moment.dtype)
+
+      inner_state = _map_moments(inner_state, low_rank_zeros(updates, plans), plans, move)
+    unflatten = lambda xs: jax.tree.unflatten(treedef, xs)
+    return unflatten(new_left), unflatten(new_right), unflatten(new_fail), inner_state
+
+  def update_fn(updates, state, params=None):
+    del params
+    plans = plans_for(updates)
+    left, right, failures, inner_state = jax.lax.cond(
+        state.count % update_proj_gap == 0,
+        lambda: refresh(updates, plans, state),
+        lambda: (state.left, state.right, state.svd_failures, state.inner_state))
+    low_rank = jax.tree.map(
+        lambda g, plan, p, q: _project(g, p, q, plan) if plan.projected else g,
+        updates, plans, left, right)
+    inner_updates, inner_state = inner.update(low_rank, inner_state, None)
+
+    def back(u, g, plan, p, q):
+      if plan.mode == 'skip':
+        return u
+      if plan.projected:
+        u = _project_back(u, p, q, plan)
+      return (scale * u).astype(g.dtype)
+
+    new_updates = jax.tree.map(back, inner_updates, updates, plans, left, right)
+    new_state = GaLoreState(
+        count=optax.safe_int32_increment(state.count), key=state.key, left=left,
+        right=right, svd_failures=failures, inner_state=inner_state)
+    return new_updates, new_state
+
+  return optax.GradientTransformation(init_fn, update_fn)
+
+
+def galore(
+    learning_rate: optax.ScalarOrSchedule,
+    rank: Union[int, Callable[[Path, jax.Array], int]],
+    update_proj_gap: int = 200,
+    scale: float = 1.0,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-6,
+    weight_decay: float = 0.0,
+    *,
+    side: str = 'std',
+    layout: str = 'flax',
+    moments: str = 'keep',
+    projector: str = 'svd',
+    oversample: int = 8,
+    power_iters: int = 2,
+    align_signs: bool = True,
+    mask: Optional[PyTree] = None,
+    selector: Optional[LeafPredicate] = None,
+    batch_dims: Union[int, Callable[[Path, jax.Array], int]] = 0,
+    seed: int = 0,
+) -> optax.GradientTransformation:
+  """GaLore-AdamW: `scale_by_galore` around Adam, decoupled weight decay, lr.
+
+  As in the reference, weight decay lr * wd * p applies to every parameter,
+  projected or not. The other arguments are those of `scale_by_galore`.
+  """
+  return optax.chain(
+      scale_by_galore(
+          rank, update_proj_gap, scale, optax.scale_by_adam(b1, b2, eps), side=side,
+          layout=layout, moments=moments, projector=projector, oversample=oversample,
+          power_iters=power_iters, align_signs=align_signs, mask=mask, selector=selector,
+          batch_dims=batch_dims, seed=seed),
+      optax.add_decayed_weights(weight_decay),
+      optax.scale_by_learning_rate(learning_rate),
+  )
+
+
+def state_shardings_like_params(state: PyTree, params: PyTree, param_shardings: PyTree) -> PyTree:
+  """NamedShardings for an (abstract) optimizer state that follow the params'.
+
+  Every state subtree shaped like the params tree (moments, including
+  low-rank ones) keeps a param's mesh axis on each dimension whose size is
+  unchanged and replicates reduced ones; a projector keeps the spec of the
+  dimension it spans; everything else (counts, keys) is replicated.
+  """
+  treedef = jax.tree.structure(params)
+  shapes = treedef.flatten_up_to(jax.tree.map(jnp.shape, params))
+  flat_shardings = treedef.flatten_up_to(param_shardings)
+  mesh = flat_shardings[0].mesh
+  replicated = jax.NamedSharding(mesh, jax.P())
+
+  def padded_spec(sharding, ndim):
+    spec = tuple(sharding.spec)
+    return spec + (None,) * (ndim - len(spec))
+
+  def follow(x, shape, sharding):
+    if x is None or len(x.shape) != len(shape):
+      return None if x is None else replicated
+    spec = padded_spec(sharding, len(shape))
+    return jax.NamedSharding(mesh, jax.P(*[
+        axis if new == old else None for axis, new, old in zip(spec, x.shape, shape)]))
+
+  def projector(x, shape, sharding, spanned_axis):
+    if x is None:
+      return None
+    spec = padded_spec(sharding, len(shape))
+    return jax.NamedSharding(mesh, jax.P(*spec[:-2], spec[spanned_axis], None))
+
+  def like_params(tree, fn, *args):
+    leaves = treedef.flatten_up_to(tree)
+    return jax.tree.unflatten(
+        treedef, [fn(x, s, sh, *args) for x, s, sh in zip(leaves, shapes, flat_shardings)])
+
+  def is_node(x):
+    return isinstance(x, GaLoreState) or jax.tree.structure(x) == treedef
+
+  def visit(node):
+    if isinstance(node, GaLoreState):
+      return GaLoreState(
+          count=replicated, key=replicated,
+          left=like_params(node.left, projector, -2),
+          right=like_params(node.right, projector, -1),
+          svd_failures=jax.tree.map(lambda _: replicated, node.svd_failures),
+          inner_state=jax.tree.map(visit, node.inner_state, is_leaf=is_node))
+    if jax.tree.structure(node) == treedef and treedef.num_leaves > 1:
+      return like_params(node, follow)
+    return jax.tree.map(lambda _: replicated, node)
+
+  return jax.tree.map(visit, state, is_leaf=is_node)
+
+
+class StateBytes(NamedTuple):
+  per_leaf: dict
+  total: int
+
+
+def optimizer_state_bytes(state: PyTree) -> StateBytes:
+  """Bytes of every array in an optimizer state (arrays or ShapeDtypeStructs)."""
+  per_leaf = {
+      jax.tree_util.keystr(path): int(np.prod(x.shape)) * jnp.dtype(x.dtype).itemsize
+      for path, x in jax.tree_util.tree_leaves_with_path(state)
+  }
+  return StateBytes(per_leaf, sum(per_leaf.values()))

@@ -1,0 +1,340 @@
+"""Tests of jaxdyn.optim.galore: the maths of the projection, its state and its composition."""
+
+import tempfile
+
+from absl.testing import absltest, parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import orbax.checkpoint as ocp
+
+from jaxdyn.optim import galore as galore_lib
+
+RNG = np.random.default_rng(0)
+
+
+def random_grads(params, step, nan_at=None):
+  key = jax.random.fold_in(jax.random.key(1), step)
+  leaves, treedef = jax.tree.flatten(params)
+  keys = jax.random.split(key, len(leaves))
+  return jax.tree.unflatten(
+      treedef, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)])
+
+
+def run(tx, params, steps, grads_fn=random_grads):
+  state = tx.init(params)
+  update = jax.jit(tx.update)
+  updates_seq, states = [], []
+  for step in range(steps):
+    updates, state = update(grads_fn(params, step), state, params)
+    updates_seq.append(updates)
+    states.append(state)
+  return updates_seq, states
+
+
+def top_subspace_projector(matrix, rank, side):
+  """Orthogonal projector onto the top-rank left (side 0) or right (side 1) singular space."""
+  u, _, vh = np.linalg.svd(np.asarray(matrix, np.float64), full_matrices=False)
+  basis = u[:, :rank] if side == 0 else vh[:rank].T
+  return basis @ basis.T
+
+
+class ProjectionMathsTest(parameterized.TestCase):
+
+  @parameterized.parameters('svd', 'randomized_svd', 'random')
+  def test_rank_at_least_min_dim_equals_plain_inner_update(self, projector):
+    """Paper §3.3: r >= min(m, n) is plain full-rank training, exactly."""
+    params = {'w': jnp.zeros((5, 7)), 'b': jnp.zeros((7,))}
+    for inner in (optax.identity(), optax.scale_by_adam()):
+      ours, _ = run(galore_lib.scale_by_galore(5, 2, inner=inner, projector=projector), params, 4)
+      plain, _ = run(inner, params, 4)
+      for a, b in zip(ours, plain):
+        jax.tree.map(np.testing.assert_array_equal, a, b)
+
+  @parameterized.named_parameters(
+      ('wide_std_reduces_rows', (6, 10), 'std', 'left_only'),
+      ('tall_std_reduces_cols', (10, 6), 'std', 'right_only'),
+      ('wide_reverse_std_reduces_cols', (6, 10), 'reverse_std', 'right_only'),
+      ('tall_full', (10, 6), 'full', 'both'),
+  )
+  def test_identity_inner_update_is_projection_of_gradient(self, shape, side, which):
+    """With an identity inner transform the update is scale * P P^T G (eq. 3-4)."""
+    rank, scale = 2, 0.5
+    params = {'w': jnp.zeros(shape)}
+    tx = galore_lib.scale_by_galore(rank, 3, scale, optax.identity(), side=side)
+    updates, _ = run(tx, params, 5)
+    refresh_grad = random_grads(params, 3)['w']
+    left = top_subspace_projector(refresh_grad, rank, 0)
+    right = top_subspace_projector(refresh_grad, rank, 1)
+    grad = np.asarray(random_grads(params, 4)['w'], np.float64)
+    expected = {'left_only': left @ grad, 'right_only': grad @ right,
+                'both': left @ grad @ right}[which]
+    np.testing.assert_allclose(updates[4]['w'], scale * expected, atol=1e-5)
+
+  @parameterized.parameters('std', 'reverse_std', 'left', 'right', 'full')
+  def test_layouts_pick_the_same_matrices(self, side):
+    """Torch layout on W^T gives the transpose of the Flax-layout updates, squares included.
+
+    SVDs of G and G^T may return singular vectors of opposite signs; sign
+    alignment makes the kept momentum agree across refreshes regardless. (Adam
+    is not used here: under `full`, R = U^T G V is diagonal at a refresh step
+    and Adam normalises its round-off off-diagonal entries to +-1.)
+    """
+    flax_params = {'tall': jnp.zeros((9, 6)), 'square': jnp.zeros((7, 7))}
+    torch_params = jax.tree.map(lambda x: x.T, flax_params)
+    common = dict(rank=2, update_proj_gap=2, inner=optax.trace(0.9), side=side)
+    ours_flax, _ = run(galore_lib.scale_by_galore(layout='flax', **common), flax_params, 3)
+    ours_torch, _ = run(
+        galore_lib.scale_by_galore(layout='torch', **common), torch_params, 3,
+        lambda p, s: jax.tree.map(lambda x: x.T, random_grads(flax_params, s)))
+    for a, b in zip(ours_flax, ours_torch):
+      jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y.T, atol=1e-5), a, b)
+
+  def test_unselected_leaves_get_the_plain_inner_update(self):
+    params = {'attn': {'kernel': jnp.zeros((8, 8))}, 'embed': jnp.zeros((8, 8))}
+    mask = {'attn': {'kernel': True}, 'embed': False}
+    ours, _ = run(galore_lib.galore(0.1, 2, 2, mask=mask), params, 3)
+    by_selector, _ = run(galore_lib.galore(
+        0.1, 2, 2, selector=lambda path, x: 'attn' in jax.tree_util.keystr(path)), params, 3)
+    adam, _ = run(optax.adam(0.1, eps=1e-6), params, 3)
+    for a, b, c in zip(ours, by_selector, adam):
+      np.testing.assert_array_equal(a['embed'], c['embed'])
+      jax.tree.map(np.testing.assert_array_equal, a, b)
+      self.assertGreater(np.abs(a['attn']['kernel'] - c['attn']['kernel']).max(), 1e-3)
+
+
+class ProjectorTest(parameterized.TestCase):
+
+  @parameterized.parameters('svd', 'randomized_svd', 'random')
+  def test_projectors_are_orthonormal(self, projector):
+    params = {'stacked': jnp.zeros((2, 11, 6))}
+    tx = galore_lib.scale_by_galore(3, 2, side='full', projector=projector, batch_dims=1)
+    _, states = run(tx, params, 1)
+    for basis in jax.tree.leaves((states[-1].left, states[-1].right)):
+      gram = jnp.swapaxes(basis, -1, -2) @ basis
+      np.testing.assert_allclose(gram, np.broadcast_to(np.eye(3), gram.shape), atol=1e-5)
+
+  def test_refresh_cadence(self):
+    """Projectors change exactly at steps 0, T, 2T, ... (paper Alg. 1)."""
+    period = 3
+    params = {'w': jnp.zeros((6, 9))}
+    _, states = run(galore_lib.scale_by_galore(2, period, inner=optax.identity()), params, 8)
+    bases = [np.asarray(s.left['w']) for s in states]
+    self.assertGreater(np.abs(bases[0]).max(), 0.1)
+    for step in range(1, 8):
+      changed = not np.allclose(bases[step], bases[step - 1])
+      self.assertEqual(changed, step % period == 0, msg=f'step {step}')
+
+  def test_randomized_svd_finds_the_dominant_subspace(self):
+    u = np.linalg.qr(RNG.normal(size=(40, 4)))[0]
+    v = np.linalg.qr(RNG.normal(size=(30, 4)))[0]
+    matrix = u @ np.diag([50., 40., 30., 20.]) @ v.T + 0.01 * RNG.normal(size=(40, 30))
+    left, right = galore_lib.randomized_svd(
+        jnp.asarray(matrix, jnp.float32), 4, oversample=4, power_iters=2, key=jax.random.key(0))
+    np.testing.assert_allclose(left @ left.T, u @ u.T, atol=1e-3)
+    np.testing.assert_allclose(right @ right.T, v @ v.T, atol=1e-3)
+
+  def test_sign_alignment_keeps_the_projector_for_a_repeated_gradient(self):
+    params = {'w': jnp.zeros((6, 9))}
+    grad = random_grads(params, 0)
+    flipped = lambda p, step: jax.tree.map(lambda g: g * (-1.0) ** step, grad)
+    for align in (True, False):
+      _, states = run(galore_lib.scale_by_galore(3, 1, align_signs=align), params, 4, flipped)
+      overlaps = [np.diag(states[i].left['w'].T @ states[i - 1].left['w']) for i in range(1, 4)]
+      if align:
+        np.testing.assert_allclose(overlaps, 1.0, atol=1e-5)
+      else:
+        np.testing.assert_allclose(np.abs(overlaps), 1.0, atol=1e-5)
+
+  def test_non_finite_refresh_keeps_projector_and_counts(self):
+    params = {'stacked': jnp.zeros((3, 6, 9))}
+
+    def grads(p, step):
+      g = random_grads(p, step)['stacked']
+      return {'stacked': g.at[1, 0, 0].set(jnp.nan) if step == 1 else g}
+
+    tx = galore_lib.scale_by_galore(2, 1, batch_dims=1)
+    _, states = run(tx, params, 2, grads)
+    self.assertEqual(int(states[0].svd_failures['stacked']), 0)
+    self.assertEqual(int(states[1].svd_failures['stacked']), 1)
+    before, after = states[0].left['stacked'], states[1].left['stacked']
+    np.testing.assert_array_equal(after[1], before[1])
+    self.assertFalse(np.allclose(after[0], before[0]))
+    self.assertTrue(np.all(np.isfinite(after)))
+
+
+class MomentPolicyTest(parameterized.TestCase):
+
+  @parameterized.parameters('keep', 'reset', 'reproject')
+  def test_first_moment_across_a_refresh(self, moments):
+    """keep: M; reset: 0; reproject: P_new^T P_old M; then the usual Adam EMA step."""
+    b1, b2 = 0.9, 0.99
+    params = {'w': jnp.zeros((6, 9))}
+    tx = galore_lib.scale_by_galore(2, 2, inner=optax.scale_by_adam(b1, b2), moments=moments)
+    _, states = run(tx, params, 3)
+    before, after = states[1], states[2]
+    p_old, p_new = before.left['w'], after.left['w']
+    low_rank_grad = p_new.T @ random_grads(params, 2)['w']
+    carried = {'keep': before.inner_state.mu['w'],
+               'reset': jnp.zeros_like(before.inner_state.mu['w']),
+               'reproject': p_new.T @ p_old @ before.inner_state.mu['w']}[moments]
+    np.testing.assert_allclose(
+        after.inner_state.mu['w'], b1 * carried + (1 - b1) * low_rank_grad, atol=1e-6)
+    carried_nu = {'keep': before.inner_state.nu['w'],
+                  'reset': jnp.zeros_like(before.inner_state.nu['w']),
+                  'reproject': jnp.square(p_new.T @ p_old) @ before.inner_state.nu['w']}[moments]
+    np.testing.assert_allclose(
+        after.inner_state.nu['w'], b2 * carried_nu + (1 - b2) * low_rank_grad**2, atol=1e-6)
+
+
+class StateTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      # name, shape, side, layout, expected P shape, Q shape, moment shape
+      ('wide_std_flax', (4, 10), 'std', 'flax', (4, 2), None, (2, 10)),
+      ('tall_std_flax', (10, 4), 'std', 'flax', None, (4, 2), (10, 2)),
+      ('square_std_flax', (6, 6), 'std', 'flax', (6, 2), None, (2, 6)),
+      ('square_std_torch', (6, 6), 'std', 'torch', None, (6, 2), (6, 2)),
+      ('wide_reverse_std', (4, 10), 'reverse_std', 'flax', None, (10, 2), (4, 2)),
+      ('wide_left_flax', (4, 10), 'left', 'flax', None, (10, 2), (4, 2)),
+      ('wide_left_torch', (4, 10), 'left', 'torch', (4, 2), None, (2, 10)),
+      ('wide_full', (4, 10), 'full', 'flax', (4, 2), (10, 2), (2, 2)),
+      ('stacked_std', (3, 4, 10), 'std', 'flax', (3, 4, 2), None, (3, 2, 10)),
+      ('rank_at_least_min_dim', (2, 10), 'std', 'flax', None, None, (2, 10)),
+  )
+  def test_state_shapes(self, shape, side, layout, left, right, moment):
+    params = {'w': jnp.zeros(shape)}
+    tx = galore_lib.scale_by_galore(2, side=side, layout=layout, batch_dims=len(shape) - 2)
+    state = tx.init(params)
+    self.assertEqual(jax.tree.map(jnp.shape, state.left['w']), left)
+    self.assertEqual(jax.tree.map(jnp.shape, state.right['w']), right)
+    self.assertEqual(state.inner_state.mu['w'].shape, moment)
+    self.assertEqual(state.inner_state.nu['w'].shape, moment)
+
+  @parameterized.parameters((16, 64, 4), (64, 16, 4), (32, 32, 8))
+  def test_state_bytes_match_paper_formula(self, m, n, r):
+    """§4.2: P is min(m,n) x r and both moments max(m,n) x r, against 2mn for Adam."""
+    params = {'w': jnp.zeros((m, n)), 'b': jnp.zeros((n,))}
+    ours = galore_lib.optimizer_state_bytes(jax.eval_shape(galore_lib.galore(0.1, r).init, params))
+    adam = galore_lib.optimizer_state_bytes(jax.eval_shape(optax.adam(0.1).init, params))
+    small, large = min(m, n), max(m, n)
+    matrix_bytes = 4 * (small * r + 2 * large * r)
+    scalar_bytes = 4 * (1 + 2 + 1 + 1)  # count, key, svd failures, adam count
+    self.assertEqual(ours.total, matrix_bytes + 4 * 2 * n + scalar_bytes)
+    self.assertEqual(adam.total, 4 * 2 * m * n + 4 * 2 * n + 4)
+    projector_paths = [k for k in ours.per_leaf if '.left' in k or '.right' in k]
+    self.assertLen(projector_paths, 1)
+    self.assertEqual(ours.per_leaf[projector_paths[0]], 4 * small * r)
+
+
+class BadInputTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ('zero_rank', dict(rank=0), 'rank must be positive'),
+      ('negative_rank', dict(rank=-3), 'rank must be positive'),
+      ('zero_gap', dict(rank=2, update_proj_gap=0), 'update_proj_gap'),
+      ('negative_gap', dict(rank=2, update_proj_gap=-1), 'update_proj_gap'),
+      ('unknown_side', dict(rank=2, side='diagonal'), "unknown side 'diagonal'"),
+      ('unknown_moments', dict(rank=2, moments='rotate'), "unknown moments 'rotate'"),
+      ('unknown_projector', dict(rank=2, projector='qr'), "unknown projector 'qr'"),
+      ('mask_and_selector', dict(rank=2, mask={}, selector=lambda p, x: True), 'not both'),
+  )
+  def test_bad_arguments_raise(self, kwargs, message):
+    with self.assertRaisesRegex(ValueError, message):
+      galore_lib.scale_by_galore(**kwargs)
+
+  def test_per_leaf_rank_error_names_the_leaf(self):
+    params = {'block': {'kernel': jnp.zeros((4, 6))}}
+    tx = galore_lib.scale_by_galore(lambda path, x: 0)
+    with self.assertRaisesRegex(ValueError, r"\['block'\]\['kernel'\]"):
+      tx.init(params)
+
+  def test_selected_leaf_not_a_matrix_names_the_leaf(self):
+    params = {'conv': {'kernel': jnp.zeros((3, 3, 4, 8))}}
+    tx = galore_lib.scale_by_galore(2, mask={'conv': {'kernel': True}}, batch_dims=1)
+    with self.assertRaisesRegex(ValueError, r"\['conv'\]\['kernel'\].*not 2-D after its 1"):
+      tx.init(params)
+
+
+class SelectionTest(absltest.TestCase):
+
+  def test_llama_mask_selects_attention_and_mlp_kernels_only(self):
+    params = {
+        'embed': {'embedding': jnp.zeros((10, 4))},
+        'layers_0': {'attention': {'query': {'kernel': jnp.zeros((4, 4))}},
+                     'mlp': {'up': {'kernel': jnp.zeros((4, 8)), 'bias': jnp.zeros((8,))}},
+                     'attn_norm': {'scale': jnp.zeros((4,))}},
+        'lm_head': {'kernel': jnp.zeros((4, 10))},
+    }
+    mask = galore_lib.llama_galore_mask(params)
+    selected = {jax.tree_util.keystr(p) for p, v in jax.tree_util.tree_leaves_with_path(mask) if v}
+    self.assertEqual(selected, {"['layers_0']['attention']['query']['kernel']",
+                                "['layers_0']['mlp']['up']['kernel']"})
+
+
+class CompositionTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.params = {'w': jnp.zeros((6, 9)), 'b': jnp.zeros((9,))}
+
+  def test_multi_steps_equals_galore_on_mean_gradient(self):
+    tx = galore_lib.galore(0.1, 2, 2)
+    accumulated, _ = run(optax.MultiSteps(tx, 2), self.params, 8)
+    mean_grad = lambda p, s: jax.tree.map(
+        lambda a, b: (a + b) / 2, random_grads(p, 2 * s), random_grads(p, 2 * s + 1))
+    direct, _ = run(tx, self.params, 4, mean_grad)
+    for step in range(4):
+      jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6),
+                   accumulated[2 * step + 1], direct[step])
+
+  def test_clipping_before_galore(self):
+    clip = optax.clip_by_global_norm(1.0)
+    tx = galore_lib.galore(0.1, 2, 2)
+    clipped, _ = run(optax.chain(clip, tx), self.params, 5)
+    manual = lambda p, s: clip.update(random_grads(p, s), clip.init(p))[0]
+    direct, _ = run(tx, self.params, 5, manual)
+    for a, b in zip(clipped, direct):
+      jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-6), a, b)
+
+  def test_inject_hyperparams(self):
+    injected = optax.inject_hyperparams(galore_lib.galore, static_args=galore_lib.STATIC_ARGS)(
+            learning_rate=0.1, rank=2, update_proj_gap=2, weight_decay=0.01)
+    plain, _ = run(galore_lib.galore(0.1, 2, 2, weight_decay=0.01), self.params, 5)
+    ours, states = run(injected, self.params, 5)
+    for a, b in zip(ours, plain):
+      jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7), a, b)
+    state = states[-1]
+    state.hyperparams['learning_rate'] = jnp.asarray(0.05)
+    half, _ = injected.update(random_grads(self.params, 5), state, self.params)
+    full, _ = injected.update(random_grads(self.params, 5), states[-1]._replace(
+        hyperparams={**state.hyperparams, 'learning_rate': jnp.asarray(0.1)}), self.params)
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(2 * x, y, rtol=1e-5), half, full)
+
+  def test_checkpoint_resume_across_refresh_is_exact(self):
+    tx = galore_lib.galore(0.1, 2, 3, weight_decay=0.1, moments='reproject')
+    update = jax.jit(tx.update)
+
+    def train(params, state, steps):
+      for step in steps:
+        updates, state = update(random_grads(params, step), state, params)
+        params = optax.apply_updates(params, updates)
+      return params, state
+
+    params = jax.tree.map(lambda x: x + 1.0, self.params)
+    expected, _ = train(params, tx.init(params), range(7))
+    mid_params, mid_state = train(params, tx.init(params), range(2))
+    with tempfile.TemporaryDirectory() as workdir:
+      with ocp.CheckpointManager(workdir) as manager:
+        manager.save(2, args=ocp.args.StandardSave({'params': mid_params, 'opt': mid_state}))
+        manager.wait_until_finished()
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct,
+                                {'params': mid_params, 'opt': mid_state})
+        restored = manager.restore(2, args=ocp.args.StandardRestore(abstract))
+    resumed, _ = train(restored['params'], restored['opt'], range(2, 7))
+    jax.tree.map(np.testing.assert_array_equal, resumed, expected)
+
+
+if __name__ == '__main__':
+  absltest.main()
