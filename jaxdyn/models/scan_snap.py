@@ -1,0 +1,79 @@
+"""The reparameterised 1-layer transformer of Scan and Snap (Tian et al., NeurIPS 2023, Sec. 3).
+
+No embeddings: tokens are one-hot in R^M. Params are {'Z': M×M, 'Y': M×M}: Z[q, l] is the attention
+logit of context token l for query token q, Y the decoder. For a sequence x_1..x_T with query x_T:
+  a_l = softmax_l(Z[x_T, x_l]) over the T − 1 context tokens only      (eq. 3)
+  f = Σ_l a_l e_{x_l}  (+ e_{x_T} with the residual),  f ← f / ‖f‖₂
+  logits = Y f, trained with cross-entropy against the next token.
+"""
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxdyn.data.scan_snap import ScanSnapTask
+
+
+def init_params(key: jax.Array, num_tokens: int, zero: bool = False) -> dict:
+  """Z and Y at zero (Fig. 4) or, by default, uniform in ±1/√M like a PyTorch nn.Linear."""
+  if zero:
+    return {'Z': jnp.zeros((num_tokens, num_tokens)), 'Y': jnp.zeros((num_tokens, num_tokens))}
+  bound = num_tokens ** -0.5
+  z_key, y_key = jax.random.split(key)
+  uniform = lambda k: jax.random.uniform(k, (num_tokens, num_tokens), minval=-bound, maxval=bound)
+  return {'Z': uniform(z_key), 'Y': uniform(y_key)}
+
+
+def context_attention(params: dict, tokens_BxT: jax.Array) -> jax.Array:
+  """a_BxT−1: softmax over the context of the logits Z[x_T, x_l] (eq. 3)."""
+  query_B, context_BxT1 = tokens_BxT[:, -1], tokens_BxT[:, :-1]
+  logits = jnp.take_along_axis(params['Z'][query_B], context_BxT1, axis=1)
+  return jax.nn.softmax(logits, axis=-1)
+
+
+def forward(params: dict, tokens_BxT: jax.Array, residual: bool = False) -> jax.Array:
+  """Logits B×M = Y f with f the L2-normalised attended one-hot feature."""
+  num_tokens = params['Z'].shape[0]
+  attention_BxT1 = context_attention(params, tokens_BxT)
+  feature_BxM = jnp.einsum('bl,blm->bm', attention_BxT1,
+                           jax.nn.one_hot(tokens_BxT[:, :-1], num_tokens, dtype=attention_BxT1.dtype))
+  if residual:
+    feature_BxM = feature_BxM + jax.nn.one_hot(tokens_BxT[:, -1], num_tokens,
+                                               dtype=feature_BxM.dtype)
+  feature_BxM = feature_BxM / jnp.linalg.norm(feature_BxM, axis=-1, keepdims=True)
+  return feature_BxM @ params['Y'].T
+
+
+def loss(params: dict, tokens_BxT: jax.Array, labels_B: jax.Array, residual: bool = False):
+  """Mean cross-entropy of the next token."""
+  logits = forward(params, tokens_BxT, residual)
+  return optax.softmax_cross_entropy_with_integer_labels(logits, labels_B).mean()
+
+
+def optimizer(lr_z: float, lr_y: float, momentum: float = 0.9) -> optax.GradientTransformation:
+  """SGD with momentum (the reference's default) and separate rates η_Z for Z and η_Y for Y."""
+  return optax.multi_transform(
+      {'Z': optax.sgd(lr_z, momentum=momentum), 'Y': optax.sgd(lr_y, momentum=momentum)},
+      {'Z': 'Z', 'Y': 'Y'})
+
+
+def _composition_logits(task: ScanSnapTask, z_MxM: jax.Array) -> jax.Array:
+  """K × M: log p(l|n) + Z[ψ(n), l]."""
+  return (jnp.log(jnp.asarray(task.context_probs(), z_MxM.dtype))
+          + z_MxM[jnp.asarray(task.query_tokens())])
+
+
+def token_composition(task: ScanSnapTask, z_MxM: jax.Array) -> jax.Array:
+  """K × M: c_{n,l} ∝ p(l|n) e^{Z[ψ(n), l]}, normalised over l (the Fig. 4 heat-map)."""
+  return jax.nn.softmax(_composition_logits(task, z_MxM), axis=-1)
+
+
+def distinct_attention_entropy(task: ScanSnapTask, z_MxM: jax.Array) -> jax.Array:
+  """Entropy of c_n restricted to the distinct tokens of n and renormalised, mean over n (Fig. 6).
+
+  Lower is sparser attention.
+  """
+  restricted_logits = jnp.take_along_axis(_composition_logits(task, z_MxM),
+                                          jnp.asarray(task.distinct_tokens()), axis=1)
+  log_c = jax.nn.log_softmax(restricted_logits, axis=1)
+  return -(jnp.exp(log_c) * log_c).sum(axis=1).mean()

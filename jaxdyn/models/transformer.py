@@ -1,0 +1,377 @@
+"""One configurable decoder-only transformer shared by every transformer experiment.
+
+Pure-functional Flax Linen: `Decoder(config).init(key, tokens)` gives a plain params pytree and
+`Decoder(config).apply(params, tokens)` the logits. Kernels are 2-D and named by role so that
+optimizers can select them by path (GaLore: `layer_i/attn/{query,key,value,out}/kernel` and
+`layer_i/mlp/{gate,up,down}/kernel` or `layer_i/mlp/{fc1,fc2}/kernel`).
+
+Attention variants (scores z = q·k / sqrt(head_dim), masked keys get weight 0):
+  softmax           a_l = e^{z_l} / Σ_j e^{z_j}
+  linear            a_l = z_l                          (JoMA, b_l = x_l z_ql)
+  exponential       a_l = e^{z_l}                      (JoMA, b_l = x_l e^{z_ql})
+  sink              a_l = e^{z_l} / (e^{s_h} + Σ_j e^{z_j}), s_h a learned logit per head (GPT-OSS)
+  softmax_plus_one  a_l = e^{z_l} / (1 + Σ_j e^{z_j})  ("zero sink", StreamingLLM)
+
+Analysis without a second implementation: attention weights, MLP hidden activations and the
+residual stream after every layer are sown into the `intermediates` collection
+(see `forward_with_intermediates`).
+"""
+
+import dataclasses
+import functools
+from typing import Any, NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+ATTENTION_KINDS = ('softmax', 'linear', 'exponential', 'sink', 'softmax_plus_one')
+MLP_KINDS = ('relu', 'gelu', 'swiglu', 'none')
+NORM_KINDS = ('layernorm', 'rmsnorm', 'none')
+NORM_PLACEMENTS = ('pre', 'post')
+POSITION_KINDS = ('none', 'learned', 'rope')
+
+
+def _check_choice(field_name, value, choices):
+  if value not in choices:
+    raise ValueError(f'DecoderConfig.{field_name}={value!r} is not one of {choices}.')
+
+
+@dataclasses.dataclass(frozen=True)
+class DecoderConfig:
+  """Everything that defines a decoder. `None` fields take the documented default."""
+  vocab_size: int
+  num_layers: int = 2
+  d_model: int = 64
+  num_heads: int = 4
+  num_kv_heads: int | None = None  # grouped-query attention; None: num_heads (MHA)
+  head_dim: int | None = None  # None: d_model // num_heads
+  mlp: str = 'gelu'  # relu | gelu | swiglu | none
+  mlp_dim: int | None = None  # None: 4 * d_model
+  norm: str = 'layernorm'  # layernorm | rmsnorm | none
+  norm_placement: str = 'pre'  # pre | post
+  norm_eps: float = 1e-6
+  residual: bool = True
+  positions: str = 'learned'  # none | learned | rope
+  max_len: int = 256  # learned position table size and default cache length
+  rope_base: float = 10_000.0
+  causal: bool = True
+  tie_embeddings: bool = False
+  attention: str = 'softmax'  # see ATTENTION_KINDS
+  qk_scale: float | None = None  # None: 1 / sqrt(head_dim)
+  use_bias: bool = False
+  init_std: float | None = None  # None: Flax defaults; else N(0, init_std²) for kernels and embeddings
+  dtype: Any = jnp.float32  # compute dtype
+  param_dtype: Any = jnp.float32
+  cache_keys_before_rope: bool = False  # cache raw keys, rotate by cache slot (position rolling)
+
+  def __post_init__(self):
+    _check_choice('attention', self.attention, ATTENTION_KINDS)
+    _check_choice('mlp', self.mlp, MLP_KINDS)
+    _check_choice('norm', self.norm, NORM_KINDS)
+    _check_choice('norm_placement', self.norm_placement, NORM_PLACEMENTS)
+    _check_choice('positions', self.positions, POSITION_KINDS)
+    for name in ('vocab_size', 'num_layers', 'd_model', 'num_heads', 'max_len'):
+      if getattr(self, name) <= 0:
+        raise ValueError(f'DecoderConfig.{name} must be positive, got {getattr(self, name)}.')
+    if self.num_kv_heads is not None and (
+        self.num_kv_heads <= 0 or self.num_heads % self.num_kv_heads):
+      raise ValueError(f'DecoderConfig.num_heads={self.num_heads} must be a multiple of '
+                       f'num_kv_heads={self.num_kv_heads}.')
+    if self.head_dim is None and self.d_model % self.num_heads:
+      raise ValueError(f'DecoderConfig.d_model={self.d_model} is not divisible by '
+                       f'num_heads={self.num_heads}; set head_dim explicitly.')
+    if self.positions == 'rope' and self.dim_per_head % 2:
+      raise ValueError(f'RoPE needs an even head_dim, got {self.dim_per_head}.')
+
+  @property
+  def kv_heads(self) -> int:
+    return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
+
+  @property
+  def dim_per_head(self) -> int:
+    return self.d_model // self.num_heads if self.head_dim is None else self.head_dim
+
+  @property
+  def mlp_width(self) -> int:
+    return 4 * self.d_model if self.mlp_dim is None else self.mlp_dim
+
+
+def llama_config(vocab_size: int, num_layers: int, d_model: int, num_heads: int,
+                 *, multiple_of: int = 32, **overrides) -> DecoderConfig:
+  """LLaMA-style decoder: pre-RMSNorm, SwiGLU of width ≈ 8·d_model/3, RoPE, untied head, no biases.
+
+  The MLP width rounds 8·d_model/3 up to `multiple_of` (d_model 512 → 1376, the GaLore 60M shape).
+  """
+  mlp_dim = multiple_of * -(-(8 * d_model // 3) // multiple_of)
+  settings = dict(vocab_size=vocab_size, num_layers=num_layers, d_model=d_model,
+                  num_heads=num_heads, mlp='swiglu', mlp_dim=mlp_dim, norm='rmsnorm',
+                  norm_placement='pre', norm_eps=1e-6, positions='rope', tie_embeddings=False,
+                  use_bias=False)
+  return DecoderConfig(**(settings | overrides))
+
+
+def gpt2_config(vocab_size: int = 50257, num_layers: int = 12, d_model: int = 768,
+                num_heads: int = 12, max_len: int = 1024, **overrides) -> DecoderConfig:
+  """GPT-2-like decoder: pre-LayerNorm, GELU MLP of width 4·d_model, learned positions, tied head,
+  biases, N(0, 0.02²) init. The defaults are GPT-2 small; pass smaller sizes for toys."""
+  settings = dict(vocab_size=vocab_size, num_layers=num_layers, d_model=d_model,
+                  num_heads=num_heads, max_len=max_len, mlp='gelu', norm='layernorm',
+                  norm_placement='pre', norm_eps=1e-5, positions='learned', tie_embeddings=True,
+                  use_bias=True, init_std=0.02)
+  return DecoderConfig(**(settings | overrides))
+
+
+class KVCache(NamedTuple):
+  """Keys and values of every layer, filled in slots [0, length).
+
+  keys, values: L×B×S×K×H (layers, batch, slots, kv heads, head dim). With
+  `cache_keys_before_rope` the keys are stored unrotated and rotated by their slot index at every
+  step (StreamingLLM position rolling), so an evicting cache only has to compact the slots and
+  lower `length`. `position` counts every token seen (the absolute position of the next token).
+  """
+  keys: jax.Array
+  values: jax.Array
+  length: jax.Array  # int32 scalar
+  position: jax.Array  # int32 scalar
+
+
+def init_cache(config: DecoderConfig, batch_size: int, max_len: int | None = None) -> KVCache:
+  """An empty cache of `max_len` (default `config.max_len`) slots.
+
+  Writing past `max_len` slots is clipped by `lax.dynamic_update_slice`: size the cache for
+  prompt + generated tokens.
+  """
+  shape = (config.num_layers, batch_size, max_len or config.max_len, config.kv_heads,
+           config.dim_per_head)
+  zeros = jnp.zeros(shape, config.dtype)
+  return KVCache(keys=zeros, values=zeros, length=jnp.zeros((), jnp.int32),
+                 position=jnp.zeros((), jnp.int32))
+
+
+def apply_rope(x_BxTxNxH: jax.Array, positions_T: jax.Array, base: float) -> jax.Array:
+  """Rotary position embedding (Su et al., 2021, eq. 34), half-split pairing (i, i + H/2)."""
+  half = x_BxTxNxH.shape[-1] // 2
+  compute_dtype = jnp.promote_types(x_BxTxNxH.dtype, jnp.float32)
+  inv_freq = base ** (-jnp.arange(half, dtype=compute_dtype) / half)
+  angles_Tx1xHalf = (positions_T.astype(compute_dtype)[:, None] * inv_freq)[:, None, :]
+  sin, cos = jnp.sin(angles_Tx1xHalf), jnp.cos(angles_Tx1xHalf)
+  x1 = x_BxTxNxH[..., :half].astype(compute_dtype)
+  x2 = x_BxTxNxH[..., half:].astype(compute_dtype)
+  rotated = jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+  return rotated.astype(x_BxTxNxH.dtype)
+
+
+def attention_weights(scores_BxNxTxS: jax.Array, mask_TxS: jax.Array, kind: str,
+                      sink_logit_N: jax.Array | None = None) -> jax.Array:
+  """Attention weights a from scores z for each variant in the module docstring (≥ float32).
+
+  `sink` needs `sink_logit_N`, one logit per head, appended as an extra score column before the
+  softmax and dropped after it (no value, not scaled). `softmax_plus_one` is the sink with s_h = 0.
+  """
+  scores = scores_BxNxTxS.astype(jnp.promote_types(scores_BxNxTxS.dtype, jnp.float32))
+  if kind == 'linear':
+    return jnp.where(mask_TxS, scores, 0.0)
+  if kind == 'exponential':
+    return jnp.where(mask_TxS, jnp.exp(scores), 0.0)
+  scores = jnp.where(mask_TxS, scores, jnp.finfo(scores.dtype).min)
+  if kind == 'softmax':
+    return jax.nn.softmax(scores, axis=-1)
+  if kind in ('sink', 'softmax_plus_one'):
+    if kind == 'softmax_plus_one':
+      sink_logit_N = jnp.zeros(scores.shape[1], scores.dtype)
+    sink_BxNxTx1 = jnp.broadcast_to(sink_logit_N.astype(scores.dtype)[None, :, None, None],
+                                    scores.shape[:-1] + (1,))
+    return jax.nn.softmax(jnp.concatenate([scores, sink_BxNxTx1], axis=-1), axis=-1)[..., :-1]
+  raise ValueError(f'Unknown attention kind {kind!r}; expected one of {ATTENTION_KINDS}.')
+
+
+def _dense(config: DecoderConfig, features: int, name: str) -> nn.Dense:
+  kernel_init = (nn.initializers.lecun_normal() if config.init_std is None
+                 else nn.initializers.normal(config.init_std))
+  return nn.Dense(features, use_bias=config.use_bias, kernel_init=kernel_init,
+                  dtype=config.dtype, param_dtype=config.param_dtype, name=name)
+
+
+def _norm(config: DecoderConfig, name: str) -> nn.Module:
+  norm_cls = nn.LayerNorm if config.norm == 'layernorm' else nn.RMSNorm
+  return norm_cls(epsilon=config.norm_eps, dtype=config.dtype, param_dtype=config.param_dtype,
+                  name=name)
+
+
+def _embed(config: DecoderConfig, num_embeddings: int, name: str) -> nn.Embed:
+  init = (nn.linear.default_embed_init if config.init_std is None
+          else nn.initializers.normal(config.init_std))
+  return nn.Embed(num_embeddings, config.d_model, embedding_init=init, dtype=config.dtype,
+                  param_dtype=config.param_dtype, name=name)
+
+
+class Attention(nn.Module):
+  """Multi-head attention with grouped KV heads; query head n reads KV head n // (N / K)."""
+  config: DecoderConfig
+
+  @nn.compact
+  def __call__(self, x_BxTxD, positions_T, cache_kv=None, cache_length=None):
+    """Returns the output B×T×D and, with a cache, the updated (keys, values) B×S×K×H."""
+    cfg = self.config
+    batch, length = x_BxTxD.shape[:2]
+    heads, kv_heads, head_dim = cfg.num_heads, cfg.kv_heads, cfg.dim_per_head
+    q = _dense(cfg, heads * head_dim, 'query')(x_BxTxD).reshape(batch, length, heads, head_dim)
+    k = _dense(cfg, kv_heads * head_dim, 'key')(x_BxTxD).reshape(batch, length, kv_heads, head_dim)
+    v = _dense(cfg, kv_heads * head_dim, 'value')(x_BxTxD).reshape(
+        batch, length, kv_heads, head_dim)
+    rope = functools.partial(apply_rope, base=cfg.rope_base)
+    use_rope = cfg.positions == 'rope'
+    if use_rope:
+      q = rope(q, positions_T)
+
+    if cache_kv is None:
+      k_BxSxKxH = rope(k, positions_T) if use_rope else k
+      v_BxSxKxH, new_kv = v, None
+      query_slots_T = jnp.arange(length)
+      filled = length
+    else:
+      rotate_on_read = use_rope and cfg.cache_keys_before_rope
+      k_stored = rope(k, positions_T) if use_rope and not rotate_on_read else k
+      start = (0, cache_length, 0, 0)
+      k_BxSxKxH = jax.lax.dynamic_update_slice(cache_kv[0], k_stored.astype(cache_kv[0].dtype), start)
+      v_BxSxKxH = jax.lax.dynamic_update_slice(cache_kv[1], v.astype(cache_kv[1].dtype), start)
+      new_kv = (k_BxSxKxH, v_BxSxKxH)
+      if rotate_on_read:
+        k_BxSxKxH = rope(k_BxSxKxH, jnp.arange(k_BxSxKxH.shape[1]))
+      query_slots_T = cache_length + jnp.arange(length)
+      filled = cache_length + length
+
+    key_slots_S = jnp.arange(k_BxSxKxH.shape[1])
+    mask_TxS = jnp.broadcast_to(key_slots_S[None, :] < filled, (length, key_slots_S.size))
+    if cfg.causal:
+      mask_TxS = mask_TxS & (key_slots_S[None, :] <= query_slots_T[:, None])
+
+    scale = cfg.qk_scale if cfg.qk_scale is not None else head_dim ** -0.5
+    q_BxTxKxGxH = q.reshape(batch, length, kv_heads, heads // kv_heads, head_dim)
+    scores = jnp.einsum('btkgh,bskh->bkgts', q_BxTxKxGxH, k_BxSxKxH.astype(q.dtype)) * scale
+    scores_BxNxTxS = scores.reshape(batch, heads, length, -1)
+    sink_logit_N = (self.param('sink', nn.initializers.zeros, (heads,), cfg.param_dtype)
+                    if cfg.attention == 'sink' else None)
+    weights_BxNxTxS = attention_weights(scores_BxNxTxS, mask_TxS, cfg.attention, sink_logit_N)
+    self.sow('intermediates', 'attention_weights', weights_BxNxTxS)
+
+    weights = weights_BxNxTxS.astype(cfg.dtype).reshape(batch, kv_heads, heads // kv_heads,
+                                                          length, -1)
+    out = jnp.einsum('bkgts,bskh->btkgh', weights, v_BxSxKxH.astype(cfg.dtype))
+    out_BxTxD = _dense(cfg, cfg.d_model, 'out')(out.reshape(batch, length, heads * head_dim))
+    return out_BxTxD, new_kv
+
+
+class Mlp(nn.Module):
+  """relu/gelu: fc2(σ(fc1 x)); swiglu: down(silu(gate x) ⊙ up x) (Shazeer, 2020, eq. 6)."""
+  config: DecoderConfig
+
+  @nn.compact
+  def __call__(self, x_BxTxD):
+    cfg = self.config
+    if cfg.mlp == 'swiglu':
+      hidden = nn.silu(_dense(cfg, cfg.mlp_width, 'gate')(x_BxTxD)) * _dense(
+          cfg, cfg.mlp_width, 'up')(x_BxTxD)
+      out_name = 'down'
+    else:
+      activation = nn.relu if cfg.mlp == 'relu' else nn.gelu
+      hidden = activation(_dense(cfg, cfg.mlp_width, 'fc1')(x_BxTxD))
+      out_name = 'fc2'
+    self.sow('intermediates', 'hidden', hidden)
+    return _dense(cfg, cfg.d_model, out_name)(hidden)
+
+
+class DecoderBlock(nn.Module):
+  """Attention then MLP, each with optional residual and a pre- or post-norm."""
+  config: DecoderConfig
+
+  @nn.compact
+  def __call__(self, x_BxTxD, positions_T, cache_kv=None, cache_length=None):
+    cfg = self.config
+
+    def sublayer(x, fn, norm_name):
+      use_norm = cfg.norm != 'none'
+      if use_norm and cfg.norm_placement == 'pre':
+        update = fn(_norm(cfg, norm_name)(x))
+        return x + update if cfg.residual else update
+      update = fn(x)
+      out = x + update if cfg.residual else update
+      return _norm(cfg, norm_name)(out) if use_norm else out
+
+    new_kv = None
+
+    def attend(x):
+      nonlocal new_kv
+      out, new_kv = Attention(cfg, name='attn')(x, positions_T, cache_kv, cache_length)
+      return out
+
+    x = sublayer(x_BxTxD, attend, 'attn_norm')
+    if cfg.mlp != 'none':
+      x = sublayer(x, Mlp(cfg, name='mlp'), 'mlp_norm')
+    return x, new_kv
+
+
+class Decoder(nn.Module):
+  """Token ids B×T → logits B×T×V; with a `KVCache`, returns (logits, updated cache).
+
+  Params: `embed/embedding` V×D, `pos_embed/embedding` (learned positions), `layer_i/attn/
+  {query,key,value,out}/kernel`, `layer_i/attn/sink` (N,) (sink variant), `layer_i/mlp/...`,
+  `layer_i/{attn_norm,mlp_norm}/scale`, `final_norm/scale` (pre-norm only), `head/kernel`
+  D×V (untied only). Sown `intermediates`: `hidden_states` (embedding output, then every block).
+  """
+  config: DecoderConfig
+
+  @nn.compact
+  def __call__(self, tokens_BxT: jax.Array, cache: KVCache | None = None):
+    cfg = self.config
+    length = tokens_BxT.shape[1]
+    if cache is None:
+      positions_T = jnp.arange(length)
+    else:
+      if not cfg.causal:
+        raise ValueError('A KV cache needs a causal decoder (DecoderConfig.causal=True).')
+      start = cache.length if cfg.cache_keys_before_rope else cache.position
+      positions_T = start + jnp.arange(length)
+
+    embed = _embed(cfg, cfg.vocab_size, 'embed')
+    x = embed(tokens_BxT)
+    if cfg.positions == 'learned':
+      x = x + _embed(cfg, cfg.max_len, 'pos_embed')(positions_T)[None]
+    self.sow('intermediates', 'hidden_states', x)
+
+    new_keys, new_values = [], []
+    for layer in range(cfg.num_layers):
+      layer_kv = None if cache is None else (cache.keys[layer], cache.values[layer])
+      x, kv = DecoderBlock(cfg, name=f'layer_{layer}')(
+          x, positions_T, layer_kv, None if cache is None else cache.length)
+      self.sow('intermediates', 'hidden_states', x)
+      if kv is not None:
+        new_keys.append(kv[0])
+        new_values.append(kv[1])
+
+    if cfg.norm != 'none' and cfg.norm_placement == 'pre':
+      x = _norm(cfg, 'final_norm')(x)
+    logits = embed.attend(x) if cfg.tie_embeddings else _dense(cfg, cfg.vocab_size, 'head')(x)
+    if cache is None:
+      return logits
+    return logits, KVCache(keys=jnp.stack(new_keys), values=jnp.stack(new_values),
+                           length=cache.length + length, position=cache.position + length)
+
+
+class Intermediates(NamedTuple):
+  """Per-layer analysis tensors from one forward pass."""
+  hidden_states: tuple[jax.Array, ...]  # L + 1 arrays B×T×D: embeddings, then each block's output
+  attention_weights: tuple[jax.Array, ...]  # L arrays B×N×T×S
+  mlp_hidden: tuple[jax.Array, ...]  # L arrays B×T×F (empty when mlp == 'none')
+
+
+def forward_with_intermediates(config: DecoderConfig, params, tokens_BxT: jax.Array):
+  """Logits and the sown `Intermediates` of the same forward pass (jit-friendly)."""
+  logits, state = Decoder(config).apply(params, tokens_BxT, mutable=['intermediates'])
+  sown = state['intermediates']
+  layers = [sown[f'layer_{i}'] for i in range(config.num_layers)]
+  return logits, Intermediates(
+      hidden_states=tuple(sown['hidden_states']),
+      attention_weights=tuple(layer['attn']['attention_weights'][0] for layer in layers),
+      mlp_hidden=tuple(layer['mlp']['hidden'][0] for layer in layers if 'mlp' in layer))

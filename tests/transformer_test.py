@@ -1,0 +1,259 @@
+"""Tests for jaxdyn.models.transformer."""
+
+import dataclasses
+
+from absl.testing import absltest, parameterized
+import jax
+import jax.numpy as jnp
+from jax.test_util import check_grads
+import numpy as np
+
+from jaxdyn.models import transformer
+
+VOCAB = 13
+
+
+def tiny_config(**overrides):
+  settings = dict(vocab_size=VOCAB, num_layers=1, d_model=16, num_heads=4, mlp_dim=24,
+                  max_len=12)
+  return transformer.DecoderConfig(**(settings | overrides))
+
+
+def init(config, tokens_BxT, seed=0):
+  return transformer.Decoder(config).init(jax.random.key(seed), tokens_BxT)
+
+
+def random_tokens(batch=2, length=7, seed=1):
+  return jax.random.randint(jax.random.key(seed), (batch, length), 0, VOCAB)
+
+
+# Sinks start non-zero so that their gradient and their effect on the weights are exercised.
+def with_sink_logits(params, value=0.7):
+  return jax.tree_util.tree_map_with_path(
+      lambda path, leaf: leaf + value if 'sink' in jax.tree_util.keystr(path) else leaf, params)
+
+
+class DecoderTest(parameterized.TestCase):
+
+  @parameterized.parameters(*transformer.ATTENTION_KINDS)
+  def test_gradients_match_finite_differences(self, attention):
+    with jax.enable_x64(True):
+      config = tiny_config(attention=attention, positions='rope',
+                           dtype=jnp.float64, param_dtype=jnp.float64, init_std=0.3)
+      tokens = random_tokens()
+      params = with_sink_logits(init(config, tokens))
+      targets = random_tokens(seed=2)
+
+      def loss(params):
+        logits = transformer.Decoder(config).apply(params, tokens)
+        log_probs = jax.nn.log_softmax(logits)
+        return -jnp.take_along_axis(log_probs, targets[..., None], axis=-1).mean()
+
+      check_grads(loss, (params,), order=1, modes=('rev',), atol=1e-5, rtol=1e-5)
+
+  @parameterized.named_parameters(
+      dict(testcase_name='softmax_learned', attention='softmax', positions='learned'),
+      dict(testcase_name='softmax_rope_gqa', attention='softmax', positions='rope', num_kv_heads=2),
+      dict(testcase_name='rope_keys_before_rope', attention='softmax', positions='rope',
+           num_kv_heads=1, cache_keys_before_rope=True),
+      dict(testcase_name='sink_rope_gqa_swiglu_jit', attention='sink', positions='rope',
+           num_kv_heads=2, mlp='swiglu', norm='rmsnorm', jit=True),
+      dict(testcase_name='softmax_plus_one_post_norm', attention='softmax_plus_one',
+           positions='rope', norm_placement='post'),
+      dict(testcase_name='exponential', attention='exponential', positions='none'),
+  )
+  def test_kv_cache_decode_equals_full_forward(self, jit=False, **overrides):
+    config = tiny_config(num_layers=2, **overrides)
+    tokens = random_tokens()
+    model = transformer.Decoder(config)
+    params = with_sink_logits(init(config, tokens))
+    full_logits = model.apply(params, tokens)
+
+    step = jax.jit(model.apply) if jit else model.apply
+    cache = transformer.init_cache(config, batch_size=2)
+    logits, cache = step(params, tokens[:, :4], cache)  # prefill
+    pieces = [logits]
+    for t in range(4, 7):  # one-token decode steps
+      logits, cache = step(params, tokens[:, t:t + 1], cache)
+      pieces.append(logits)
+    np.testing.assert_allclose(jnp.concatenate(pieces, axis=1), full_logits, atol=1e-5, rtol=1e-5)
+    self.assertEqual(int(cache.length), 7)
+    self.assertEqual(int(cache.position), 7)
+
+  def test_kv_cache_is_read(self):
+    """Decoding a token after a different prefix changes its logits."""
+    config = tiny_config(positions='rope')
+    model = transformer.Decoder(config)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    decoded = []
+    for prefix in (tokens[:, :4], (tokens[:, :4] + 1) % VOCAB):
+      _, cache = model.apply(params, prefix, transformer.init_cache(config, 2))
+      decoded.append(model.apply(params, tokens[:, 4:5], cache)[0])
+    self.assertGreater(float(jnp.abs(decoded[0] - decoded[1]).max()), 1e-4)
+
+  @parameterized.parameters(*transformer.ATTENTION_KINDS)
+  def test_changing_a_future_token_never_changes_earlier_logits(self, attention):
+    config = tiny_config(attention=attention, positions='rope', num_kv_heads=2)
+    tokens = random_tokens()
+    params = with_sink_logits(init(config, tokens))
+    apply = transformer.Decoder(config).apply
+    changed_at = 5
+    changed = tokens.at[:, changed_at].set((tokens[:, changed_at] + 3) % VOCAB)
+    logits, logits_changed = apply(params, tokens), apply(params, changed)
+    np.testing.assert_allclose(logits[:, :changed_at], logits_changed[:, :changed_at],
+                               atol=1e-6, rtol=1e-6)
+    self.assertGreater(float(jnp.abs(logits[:, changed_at:] - logits_changed[:, changed_at:]).max()),
+                       1e-4)
+
+  def test_non_causal_decoder_sees_the_future(self):
+    config = tiny_config(causal=False)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    changed = tokens.at[:, -1].set((tokens[:, -1] + 1) % VOCAB)
+    apply = transformer.Decoder(config).apply
+    self.assertGreater(float(jnp.abs(apply(params, tokens)[:, 0] - apply(params, changed)[:, 0]).max()),
+                       1e-5)
+
+  @parameterized.parameters(
+      ('softmax', 'equal'), ('sink', 'less'), ('softmax_plus_one', 'less'))
+  def test_attention_rows_sum(self, attention, relation):
+    config = tiny_config(attention=attention, num_kv_heads=2)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    _, intermediates = transformer.forward_with_intermediates(config, params, tokens)
+    self.assertLen(intermediates.attention_weights, config.num_layers)
+    for weights_BxNxTxS in intermediates.attention_weights:
+      self.assertEqual(weights_BxNxTxS.shape, (2, 4, 7, 7))
+      row_sums = weights_BxNxTxS.sum(-1)
+      if relation == 'equal':
+        np.testing.assert_allclose(row_sums, 1.0, rtol=1e-6)
+      else:
+        self.assertTrue(bool(jnp.all(row_sums < 1.0)))
+        self.assertTrue(bool(jnp.all(row_sums > 0.0)))
+      upper = jnp.triu(jnp.ones((7, 7), bool), k=1)
+      self.assertEqual(float(jnp.abs(jnp.where(upper, weights_BxNxTxS, 0.0)).max()), 0.0)
+
+  def test_sink_logit_is_the_extra_denominator_term(self):
+    """a_l = e^{z_l} / (e^{s} + Σ_j e^{z_j}), checked on hand-made scores."""
+    scores = jnp.array([[[[0.5, -1.0, 2.0]]]])
+    mask = jnp.ones((1, 3), bool)
+    sink = jnp.array([1.3])
+    expected = jnp.exp(scores) / (jnp.exp(1.3) + jnp.exp(scores).sum())
+    np.testing.assert_allclose(
+        transformer.attention_weights(scores, mask, 'sink', sink), expected, rtol=1e-6)
+    np.testing.assert_allclose(
+        transformer.attention_weights(scores, mask, 'softmax_plus_one'),
+        jnp.exp(scores) / (1.0 + jnp.exp(scores).sum()), rtol=1e-6)
+    np.testing.assert_allclose(transformer.attention_weights(scores, mask, 'linear'), scores)
+    np.testing.assert_allclose(
+        transformer.attention_weights(scores, mask, 'exponential'), jnp.exp(scores), rtol=1e-6)
+
+  def test_intermediates_are_the_forward_pass(self):
+    config = tiny_config(num_layers=2)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    logits, intermediates = jax.jit(transformer.forward_with_intermediates, static_argnums=0)(
+        config, params, tokens)
+    np.testing.assert_allclose(logits, transformer.Decoder(config).apply(params, tokens), atol=1e-5,
+                               rtol=1e-5)
+    self.assertLen(intermediates.hidden_states, config.num_layers + 1)
+    self.assertLen(intermediates.mlp_hidden, config.num_layers)
+    self.assertEqual(intermediates.mlp_hidden[0].shape, (2, 7, 24))
+    # The last hidden state, through the final norm and head, gives the logits.
+    p = params['params']
+    final = intermediates.hidden_states[-1]
+    normed = (final - final.mean(-1, keepdims=True)) / jnp.sqrt(
+        final.var(-1, keepdims=True) + config.norm_eps)
+    normed = normed * p['final_norm']['scale']
+    np.testing.assert_allclose(normed @ p['head']['kernel'], logits, atol=1e-5, rtol=1e-5)
+
+  def test_gqa_with_all_kv_heads_equals_mha(self):
+    mha = tiny_config(positions='rope')
+    gqa = dataclasses.replace(mha, num_kv_heads=mha.num_heads)
+    tokens = random_tokens()
+    params = init(mha, tokens)
+    np.testing.assert_array_equal(transformer.Decoder(mha).apply(params, tokens),
+                                  transformer.Decoder(gqa).apply(params, tokens))
+
+  def test_gqa_shares_kv_heads_across_query_groups(self):
+    """GQA equals MHA whose key/value kernels repeat each KV head for its query group."""
+    gqa = tiny_config(positions='rope', num_kv_heads=2)
+    mha = dataclasses.replace(gqa, num_kv_heads=None)
+    tokens = random_tokens()
+    params = init(gqa, tokens)
+    head_dim, groups = gqa.dim_per_head, gqa.num_heads // gqa.kv_heads
+
+    def repeat_heads(kernel_DxKH):
+      d_model = kernel_DxKH.shape[0]
+      per_head = kernel_DxKH.reshape(d_model, gqa.kv_heads, head_dim)
+      return jnp.repeat(per_head, groups, axis=1).reshape(d_model, -1)
+
+    mha_params = jax.tree_util.tree_map_with_path(
+        lambda path, leaf: repeat_heads(leaf) if any(
+            getattr(k, 'key', None) in ('key', 'value') for k in path) else leaf, params)
+    np.testing.assert_allclose(transformer.Decoder(gqa).apply(params, tokens),
+                               transformer.Decoder(mha).apply(mha_params, tokens),
+                               atol=1e-5, rtol=1e-5)
+
+  @parameterized.parameters(
+      dict(overrides=dict(num_heads=4, num_kv_heads=3), message='multiple of num_kv_heads'),
+      dict(overrides=dict(attention='cosine'), message='attention'),
+      dict(overrides=dict(mlp='tanh'), message='mlp'),
+      dict(overrides=dict(norm='batchnorm'), message='norm'),
+      dict(overrides=dict(positions='alibi'), message='positions'),
+      dict(overrides=dict(d_model=18, num_heads=4), message='divisible'),
+      dict(overrides=dict(head_dim=5, positions='rope'), message='even head_dim'),
+  )
+  def test_bad_configs_raise(self, overrides, message):
+    with self.assertRaisesRegex(ValueError, message):
+      tiny_config(**overrides)
+
+  def test_unknown_attention_kind_in_weights_raises(self):
+    with self.assertRaisesRegex(ValueError, 'Unknown attention kind'):
+      transformer.attention_weights(jnp.zeros((1, 1, 2, 2)), jnp.ones((2, 2), bool), 'relu')
+
+  def test_cache_needs_causal_decoder(self):
+    config = tiny_config(causal=False)
+    tokens = random_tokens()
+    with self.assertRaisesRegex(ValueError, 'causal'):
+      transformer.Decoder(config).apply(init(config, tokens), tokens,
+                                        transformer.init_cache(config, 2))
+
+  def test_presets_and_param_paths(self):
+    llama = transformer.llama_config(vocab_size=VOCAB, num_layers=1, d_model=512, num_heads=8)
+    self.assertEqual(llama.mlp_width, 1376)  # GaLore's LLaMA 60M shape
+    tokens = random_tokens()
+    small_llama = transformer.llama_config(VOCAB, 2, 16, 4, num_kv_heads=2)
+    params = jax.eval_shape(lambda: init(small_llama, tokens))['params']
+    self.assertEqual(params['layer_1']['attn']['key']['kernel'].shape, (16, 8))
+    self.assertEqual(set(params['layer_0']['mlp']), {'gate', 'up', 'down'})
+    self.assertIn('head', params)
+    self.assertNotIn('bias', params['layer_0']['attn']['query'])
+    gpt2 = transformer.gpt2_config(vocab_size=VOCAB, num_layers=1, d_model=16, num_heads=2,
+                                   max_len=8)
+    params = jax.eval_shape(lambda: init(gpt2, tokens))['params']
+    self.assertEqual(set(params['layer_0']['mlp']), {'fc1', 'fc2'})
+    self.assertNotIn('head', params)
+    self.assertIn('bias', params['layer_0']['attn']['query'])
+    self.assertEqual(params['pos_embed']['embedding'].shape, (8, 16))
+
+  @parameterized.parameters('pre', 'post')
+  def test_no_residual_no_norm_is_a_plain_composition(self, placement):
+    """Without residual or norm a one-layer, attention-only decoder is head(out(attn(embed)))."""
+    config = tiny_config(num_layers=1, residual=False, norm='none', norm_placement=placement,
+                         mlp='none', positions='none', num_heads=1, attention='linear',
+                         causal=False)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    p = params['params']
+    x = p['embed']['embedding'][tokens[0]]
+    attn = p['layer_0']['attn']
+    q, k, v = x @ attn['query']['kernel'], x @ attn['key']['kernel'], x @ attn['value']['kernel']
+    expected = ((q @ k.T / np.sqrt(16)) @ v) @ attn['out']['kernel'] @ p['head']['kernel']
+    np.testing.assert_allclose(transformer.Decoder(config).apply(params, tokens)[0], expected,
+                               atol=1e-5, rtol=1e-5)
+
+
+if __name__ == '__main__':
+  absltest.main()
