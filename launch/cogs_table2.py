@@ -15,8 +15,8 @@ import os
 import time
 
 from absl import app, flags
-import numpy as np
 
+from jaxdyn.analysis import cogs_report
 from jaxdyn.core import metrics
 from jaxdyn.experiments import modular_addition
 
@@ -38,40 +38,6 @@ def table2_config(d: int, steps: int, num_seeds: int, hidden: int):
   return config
 
 
-def table_row(d: int, step: int, members: list[dict]) -> dict:
-  """One row of the table: seed means (± std over seeds) and, pooled over seeds, the order-4 / order-6
-  groups that factor into the constructed forms with their mean factorisation errors."""
-  def stat(key):
-    v = np.asarray([m[key] for m in members], float)
-    return [float(np.mean(v)), float(np.std(v))]
-  forms = [form for m in members for form in m['forms'].values()]
-  errors = {n: [m[f'error{n}'] for m in members if np.isfinite(m[f'error{n}'])] for n in (4, 6)}
-  return {'d': d, 'step': step, 'seeds': [m['seed'] for m in members],
-          'test_accuracy': stat('test_accuracy'), 'train_accuracy': stat('train_accuracy'),
-          'order4': stat('order4'), 'order6': stat('order6'), 'other': stat('other'),
-          'order46_groups': len(forms),
-          'factorable': float(np.mean([f != 'nonfactorable' for f in forms])) if forms else None,
-          'error4': float(np.mean(errors[4])) if errors[4] else None,
-          'error6': float(np.mean(errors[6])) if errors[6] else None,
-          'forms': {f: forms.count(f) for f in sorted(set(forms))}}
-
-
-def markdown(rows: list[dict]) -> str:
-  pct = lambda s: f'{100 * s[0]:.1f} ± {100 * s[1]:.1f}'  # noqa: E731
-  opt = lambda x, fmt: '–' if x is None else fmt.format(x)  # noqa: E731
-  lines = ['| d | steps | seeds | test acc (%) | order 4 (%) | order 6 (%) | other (%) | '
-           'order-4/6 groups factorable (%) | fact. error order 4 / 6 | forms found |',
-           '|---|---|---|---|---|---|---|---|---|---|']
-  for r in rows:
-    forms = ', '.join(f'{k}: {v}' for k, v in r['forms'].items())
-    lines.append(f"| {r['d']} | {r['step']} | {len(r['seeds'])} | {pct(r['test_accuracy'])} | "
-                 f"{pct(r['order4'])} | {pct(r['order6'])} | {pct(r['other'])} | "
-                 f"{opt(r['factorable'] and 100 * r['factorable'], '{:.1f}')} "
-                 f"({r['order46_groups']} groups) | {opt(r['error4'], '{:.3f}')} / "
-                 f"{opt(r['error6'], '{:.3f}')} | {forms} |")
-  return '\n'.join(lines) + '\n'
-
-
 def main(argv):
   del argv
   metrics.show_progress_logs()
@@ -83,10 +49,10 @@ def main(argv):
     modular_addition.train_and_evaluate(config, workdir)
     with open(os.path.join(workdir, 'fourier.json')) as f:
       summary = json.load(f)
-    rows.append({**table_row(d, summary['step'], summary['members']),
+    rows.append({**cogs_report.table2_row(d, summary['step'], summary['members']),
                  'wall_time_s': time.perf_counter() - t})
     print(f'd={d}: {rows[-1]["wall_time_s"]:.0f} s (this invocation, resumes included)')
-  table = markdown(rows)
+  table = cogs_report.table2_markdown(rows)
   with open(os.path.join(_WORKDIR.value, 'table2.md'), 'w') as f:
     f.write(table)
   with open(os.path.join(_WORKDIR.value, 'table2.json'), 'w') as f:
