@@ -78,6 +78,18 @@ class SolutionTest(parameterized.TestCase):
     order4 = fourier.spectra(S.to_weights(S.z_f46(d, [1])))
     self.assertGreater(abs(fourier.r_summary(order4)['r_a_k_minus_k_k'][1]), 0.1)
 
+  def test_r_summary_equals_sums_of_the_full_r_tensors(self):
+    rng = np.random.default_rng(1)
+    d, q = 7, 5
+    spec = fourier.Spectra(*(rng.normal(size=(d, q)) + 1j * rng.normal(size=(d, q)) for _ in range(3)))
+    r = 2 * d * np.asarray(fourier.r_terms(*spec))
+    ra = 2 * d * np.asarray(fourier.r_p_terms(spec.Z_a, spec.Z_c))
+    k = np.arange(d)
+    summary = fourier.r_summary(spec)
+    np.testing.assert_allclose(summary['diag'], r[k, k, k].sum().real, rtol=1e-5)
+    np.testing.assert_allclose(summary['offdiag'], r.sum().real - r[k, k, k].sum().real, rtol=1e-5)
+    np.testing.assert_allclose(summary['r_a_k_minus_k_k'], ra[k, -k % d, k], rtol=1e-5)
+
   def test_figures_are_written(self):
     d = 7
     spec = fourier.spectra(S.to_weights(S.z_f6(d)))

@@ -7,7 +7,7 @@ cross-entropy); a sweep over seeds × learning rates × weight decays runs as on
 
 from __future__ import annotations
 
-import functools
+import json
 import os
 
 import jax
@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from jaxdyn.analysis import fourier
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import figures
 from jaxdyn.core import mesh as mesh_lib
@@ -44,6 +45,8 @@ def default_config() -> ml_collections.ConfigDict:
       steps=10_000, eval_every=10, checkpoint_every=2_000, keep_checkpoints=3,
       steps_per_dispatch=1_000, progress_every_secs=5.0, tensorboard=True))
   c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))   # -1: automatic
+  # fourier: track the CoGS r-monitors in `evaluate`; at the end write fourier.json and its figures
+  c.analysis = ml_collections.ConfigDict(dict(fourier=False))
   return c
 
 
@@ -75,6 +78,7 @@ def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
     config.seed = 1
     config.data.modulus = 127
     config.opt.wd = 5e-5
+    config.analysis.fourier = True
     config.train.update(steps=10_000, checkpoint_every=1_000)
   elif variant != 'default':
     raise ValueError(f'unknown variant {variant!r}; valid: {", ".join(VARIANTS)}')
@@ -91,6 +95,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.require_choice(config, 'model.activation', model_lib.ACTIVATIONS)
   config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
   config_lib.require_choice(config, 'loss', model_lib.LOSSES)
+  config_lib.require(not config.analysis.fourier or config.data.operation == 'add', 'analysis.fourier',
+                     config.analysis.fourier, 'the Fourier analysis (CoGS) is for data.operation=add')
   config_lib.require_positive(config, 'num_seeds', 'model.hidden', 'opt.lr', 'sweep.lr',
                               'train.steps', 'train.eval_every', 'train.checkpoint_every',
                               'train.keep_checkpoints', 'train.steps_per_dispatch')
@@ -156,6 +162,8 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
       logits = model.apply({'params': params}, data[f'{part}_inputs'])
       out[f'{part}_loss'] = loss(logits, data[f'{part}_labels'])
       out[f'{part}_accuracy'] = model_lib.accuracy(logits, data[f'{part}_labels'])
+    if config.analysis.fourier:
+      out.update({f'r/{k}': v for k, v in fourier.r_summary(fourier.spectra(params)).items()})
     return out
 
   def make_optimizer(hp):
@@ -181,6 +189,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> train
   result = trainer.train(task, schedule(config), workdir, mesh=mesh,
                          config_json=config.to_dict(), tensorboard=config.train.tensorboard)
   write_figures(result, config)
+  if config.analysis.fourier:
+    write_fourier_analysis(result, config)
   return result
 
 
@@ -192,3 +202,52 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
                               'loss': ('eval/train_loss', 'eval/test_loss')},
                       path=os.path.join(result.workdir, 'figures', 'curves.png'), title=title,
                       log_y=('loss',))
+
+
+def fourier_summary(params) -> dict:
+  """CoGS Table 2 statistics of one member's weights {'W_a', 'W_b', 'W_c'} (in float64): solution
+  orders of k = 1..(d-1)/2, fractions of order 4 / 6 / other, factorisation into the constructed forms
+  (fraction factorable, errors) and |r_{a,k,-k,k}| (non-zero for order-4 groups, Sec. 5)."""
+  spec = fourier.spectra({k: np.asarray(v, np.float64) for k, v in params.items()})
+  d = spec.Z_a.shape[0]
+  orders = fourier.solution_order(spec.Z_a)
+  fractions = fourier.order_fractions(orders)
+  factors = fourier.factorize_solution(spec)
+  forms = [form for _, form in factors['forms'].values()]
+  return {'orders': orders[1:].tolist(),
+          'order4': fractions['order4'], 'order6': fractions['order6'],
+          'other': 1.0 - fractions['order4'] - fractions['order6'],
+          'factorable': float(np.mean([f != 'nonfactorable' for f in forms])) if forms else float('nan'),
+          'forms': {str(k): form for k, (_, form) in factors['forms'].items()},
+          **{k: factors[k] for k in ('error4', 'error6', 'nonfactorable4', 'nonfactorable6')},
+          'abs_r_a_k_minus_k_k': np.abs(fourier.r_summary(spec)['r_a_k_minus_k_k'][1:(d + 1) // 2]
+                                        ).tolist()}
+
+
+def write_fourier_analysis(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> list:
+  """Writes fourier.json (per member: final accuracies and `fourier_summary`) and, in figures/, the
+  first member's node spectra and r-monitors over training and the solution orders of all members."""
+  member_params = [jax.tree.map(lambda x, m=m: np.asarray(x[m]), result.params)
+                   for m in range(len(result.members))]
+  members = [{**member, **{f'{part}_accuracy': _final_or_nan(result, f'eval/{part}_accuracy', m)
+                           for part in ('train', 'test')},
+              **fourier_summary(member_params[m])} for m, member in enumerate(result.members)]
+  with open(os.path.join(result.workdir, 'fourier.json'), 'w') as f:
+    json.dump({'modulus': config.data.modulus, 'hidden': config.model.hidden,
+               'step': int(result.history['step'][-1]), 'members': members}, f, indent=1)
+  fig_dir = os.path.join(result.workdir, 'figures')
+  Z_a = fourier.scaled_dft(np.asarray(member_params[0]['W_a'], np.float64))
+  strongest = np.argsort(-np.abs(Z_a).max(axis=0))[:16]
+  fourier.plot_node_spectra(Z_a, os.path.join(fig_dir, 'node_spectra.png'),
+                            nodes=strongest[np.argsort(fourier.peak_frequency(Z_a)[strongest])])
+  # plot_order_histogram skips the k = 0 slot of its input: prepend one.
+  fourier.plot_order_histogram([0] + [o for m in members for o in m['orders']],
+                               os.path.join(fig_dir, 'solution_orders.png'))
+  fourier.plot_r_terms(result.history['step'], result.history['eval/r/diag'][:, 0],
+                       result.history['eval/r/offdiag'][:, 0], config.data.modulus,
+                       os.path.join(fig_dir, 'r_terms.png'))
+  return members
+
+
+def _final_or_nan(result: trainer.TrainResult, name: str, member: int) -> float:
+  return float(result.final(name)[member]) if name in result.history else float('nan')

@@ -1,0 +1,63 @@
+"""CoGS tables: Table 2 aggregation over seeds and the constructed optimisers' widths and losses."""
+
+from absl.testing import absltest, parameterized
+import numpy as np
+
+from jaxdyn.analysis import cogs_report
+from jaxdyn.analysis import semiring as S
+from jaxdyn.experiments import modular_addition
+
+
+def member(seed, test_accuracy, order4_frequencies, d=9):
+  """A seed's summary as `fourier_summary` gives it, from a constructed optimum."""
+  params = S.to_weights(S.z_f46(d, order4_frequencies))
+  return {'seed': seed, 'test_accuracy': test_accuracy, 'train_accuracy': 1.0,
+          **modular_addition.fourier_summary(params)}
+
+
+class Table2Test(absltest.TestCase):
+
+  def test_row_pools_seeds(self):
+    members = [member(1, 1.0, [1, 2]), member(2, 0.5, [1, 2, 3, 4])]   # d = 9: 4 frequencies
+    row = cogs_report.table2_row(9, 100, members)
+    np.testing.assert_allclose(row['order4'], [0.75, 0.25])
+    np.testing.assert_allclose(row['order6'], [0.25, 0.25])
+    np.testing.assert_allclose(row['other'], [0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(row['test_accuracy'], [0.75, 0.25])
+    self.assertEqual(row['order46_groups'], 8)
+    self.assertEqual(row['factorable'], 1.0)
+    self.assertEqual(row['forms']['nu_i*xi'], 6)
+    self.assertEqual(sum(row['forms'].values()), 8)
+    table = cogs_report.table2_markdown([row])
+    self.assertIn('| 9 | 100 | 2 | 75.0 ± 25.0 | 75.0 ± 25.0 | 25.0 ± 25.0 |', table)
+
+  def test_unfactorable_groups_count_against_the_forms(self):
+    good = member(1, 1.0, [1])
+    bad = dict(good, forms={'1': 'nonfactorable', '2': 'nu*unknown'})
+    row = cogs_report.table2_row(9, 1, [good, bad])
+    self.assertEqual(row['order46_groups'], 6)
+    self.assertAlmostEqual(row['factorable'], 5 / 6)
+    self.assertAlmostEqual(row['named_forms'], 4 / 6)
+
+
+class ConstructionsTest(parameterized.TestCase):
+
+  @parameterized.parameters(5, 11, 15)
+  def test_widths_and_zero_loss(self, d):
+    rows = {name: (width, mse) for name, width, mse in cogs_report.construction_rows(d)}
+    self.assertEqual(rows['z_F6'][0], 3 * (d - 1))
+    self.assertEqual(rows['z_F4/6, all order 4 (+1 offset node)'][0], 2 * (d - 1) + 1)
+    self.assertEqual(rows['z_M (memorisation)'][0], d * d)
+    for name, (_, mse) in rows.items():
+      if name != 'all order 4 without the offset node':
+        self.assertLess(mse, 1e-20, name)
+    self.assertGreater(rows['all order 4 without the offset node'][1], 0.1)
+
+  def test_occam_path_keeps_the_loss_and_lowers_the_norm(self):
+    norms, max_mse = cogs_report.occam_norms(7, np.linspace(0, 1, 4))
+    self.assertLess(max_mse, 1e-20)
+    self.assertTrue(np.all(np.diff(norms) < 0))
+
+
+if __name__ == '__main__':
+  absltest.main()

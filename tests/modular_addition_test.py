@@ -1,0 +1,73 @@
+"""The modular-addition experiment's Fourier analysis (CoGS, Tian 2024): in-jit r-monitors, the
+per-member summary behind Table 2, fourier.json and figures."""
+
+import json
+import os
+
+from absl.testing import absltest, parameterized
+import numpy as np
+
+from jaxdyn.analysis import fourier
+from jaxdyn.analysis import semiring as S
+from jaxdyn.core import config as config_lib
+from jaxdyn.experiments import modular_addition
+
+
+class FourierAnalysisTest(parameterized.TestCase):
+
+  def test_training_tracks_r_monitors_and_writes_the_summary(self):
+    config = modular_addition.get_config('tiny')
+    config.analysis.fourier = True
+    result = modular_addition.train_and_evaluate(config, self.create_tempdir().full_path)
+    d, num_evals = config.data.modulus, len(result.history['step'])
+    self.assertEqual(result.history['eval/r/diag'].shape, (num_evals, 2))
+    self.assertEqual(result.history['eval/r/r_a_k_minus_k_k'].shape, (num_evals, 2, d))
+    # The monitors logged after the last step are those of the final weights.
+    for m in range(2):
+      final = {k: np.asarray(v[m], np.float64) for k, v in result.params.items()}
+      expected = fourier.r_summary(fourier.spectra(final))
+      np.testing.assert_allclose(result.final('eval/r/diag')[m], expected['diag'], rtol=1e-3,
+                                 atol=1e-5)
+      np.testing.assert_allclose(result.final('eval/r/offdiag')[m], expected['offdiag'], rtol=1e-3,
+                                 atol=1e-5)
+    with open(os.path.join(result.workdir, 'fourier.json')) as f:
+      summary = json.load(f)
+    self.assertEqual(summary['step'], config.train.steps)
+    self.assertEqual([m['seed'] for m in summary['members']], [0, 1])
+    for member in summary['members']:
+      self.assertLen(member['orders'], (d - 1) // 2)
+      self.assertAlmostEqual(member['order4'] + member['order6'] + member['other'], 1.0)
+    for name in ('node_spectra', 'solution_orders', 'r_terms', 'curves'):
+      self.assertTrue(os.path.exists(os.path.join(result.workdir, 'figures', f'{name}.png')), name)
+
+  @parameterized.parameters(5, 9, 13)
+  def test_summary_of_a_constructed_optimum(self, d):
+    order4 = S.positive_frequencies(d)[::2]
+    params = S.to_weights(S.z_f46(d, order4))
+    summary = modular_addition.fourier_summary(params)
+    num_freqs = (d - 1) // 2
+    self.assertEqual(summary['orders'], [4 if k in order4 else 6 for k in range(1, num_freqs + 1)])
+    self.assertAlmostEqual(summary['order4'], len(order4) / num_freqs)
+    self.assertAlmostEqual(summary['order6'], 1 - len(order4) / num_freqs)
+    self.assertEqual(summary['other'], 0.0)
+    self.assertEqual(summary['factorable'], 1.0)
+    self.assertLess(summary['error4'], 1e-6)
+    self.assertEqual(summary['forms'][str(order4[0])], 'nu_i*xi')
+    # r_{a,k,-k,k} is non-zero exactly on the order-4 frequencies (CoGS Sec. 5).
+    np.testing.assert_array_equal(np.asarray(summary['abs_r_a_k_minus_k_k']) > 1e-6,
+                                  np.isin(np.arange(1, num_freqs + 1), order4))
+
+  def test_fourier_analysis_needs_addition(self):
+    config = modular_addition.get_config('tiny')
+    config.analysis.fourier = True
+    config.data.operation = 'mul'
+    with self.assertRaisesRegex(config_lib.ConfigError, 'analysis.fourier'):
+      modular_addition.check_config(config)
+
+  def test_paper_variant_tracks_the_monitors(self):
+    self.assertTrue(modular_addition.get_config('paper').analysis.fourier)
+    self.assertFalse(modular_addition.get_config().analysis.fourier)
+
+
+if __name__ == '__main__':
+  absltest.main()
