@@ -66,5 +66,15 @@ class GroupTest(parameterized.TestCase):
     self.assertFalse(np.array_equal(group.table, group.table.T))  # non-abelian
 
 
+  def test_from_name(self):
+    for name, make in GROUPS.items():
+      np.testing.assert_array_equal(G.from_name(name).table, make().table)
+    self.assertTrue(G.is_abelian(G.from_name('Z2xZ3xZ4')))
+    self.assertFalse(G.is_abelian(G.from_name('D5')))
+    for bad in ('Q8', 'Z', 'Zx3', 'S0'):
+      with self.assertRaises(ValueError):
+        G.from_name(bad)
+
+
 if __name__ == '__main__':
   absltest.main()

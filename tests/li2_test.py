@@ -20,8 +20,9 @@ def features_and_targets(n=12, K=16, M=5, seed=0):
 
 class StageOneTest(parameterized.TestCase):
 
-  def test_ridge_top_layer_minimises_the_regularised_loss(self):
-    F, Y = features_and_targets()
+  @parameterized.parameters((12, 16), (16, 5))   # the n × n and the K × K solve
+  def test_ridge_top_layer_minimises_the_regularised_loss(self, n, K):
+    F, Y = features_and_targets(n, K)
     V = li2.ridge_top_layer(F, Y, 0.3)
     loss = lambda V: 0.5 * jnp.sum((F @ V - Y) ** 2) + 0.15 * jnp.sum(V ** 2)  # noqa: E731
     np.testing.assert_allclose(jax.grad(loss)(V), 0, atol=1e-10)
@@ -60,6 +61,9 @@ class StageTwoTest(parameterized.TestCase):
     np.testing.assert_allclose(E, M / 16, rtol=1e-5)
     for wi in np.asarray(w):
       self.assertGreater(li2.irrep_energy_fractions(wi, G.cyclic(M)).max(), 0.999)
+    np.testing.assert_allclose(li2.irrep_energy_fractions(np.asarray(w).T, G.cyclic(M)).T,
+                               [li2.irrep_energy_fractions(wi, G.cyclic(M)) for wi in np.asarray(w)],
+                               rtol=1e-10, atol=1e-12)
 
   @parameterized.parameters(8, 10)
   def test_even_modulus_alternating_feature(self, M):

@@ -47,6 +47,23 @@ def symmetric(n):
   return _from_elements(f'S{n}', elements, lambda s, t: tuple(s[i] for i in t))
 
 
+_FAMILIES = {'Z': cyclic, 'D': dihedral, 'S': symmetric}
+
+
+def from_name(spec):
+  """'Z127', 'D5', 'S4', or a direct product of those joined by 'x' ('Z2xZ3xZ4')."""
+  factors = []
+  for name in spec.split('x'):
+    if len(name) < 2 or name[0] not in _FAMILIES or not name[1:].isdigit() or int(name[1:]) < 1:
+      raise ValueError(f'unknown group {name!r} in {spec!r}: use Z<n>, D<n>, S<n>, joined by x')
+    factors.append(_FAMILIES[name[0]](int(name[1:])))
+  return factors[0] if len(factors) == 1 else direct_product(*factors)
+
+
+def is_abelian(group):
+  return bool(np.all(group.table == group.table.T))
+
+
 def inverses(group):
   return np.argmax(group.table == 0, axis=1)
 

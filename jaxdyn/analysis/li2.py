@@ -25,7 +25,11 @@ def _solve_sample_gram(F, B, eta):
 
 
 def ridge_top_layer(F, Y, eta):
-  """V_ridge = (F̃ᵀF̃ + ηI)^{-1} F̃ᵀỸ = F̃ᵀ(F̃F̃ᵀ + ηI)^{-1}Ỹ, the minimiser of ½‖F̃V - Ỹ‖² + ½η‖V‖²."""
+  """V_ridge = (F̃ᵀF̃ + ηI)^{-1} F̃ᵀỸ = F̃ᵀ(F̃F̃ᵀ + ηI)^{-1}Ỹ, the minimiser of ½‖F̃V - Ỹ‖² + ½η‖V‖²;
+  solved on the smaller of the K × K and n × n Gram matrices."""
+  n, K = F.shape
+  if K < n:
+    return jnp.linalg.solve(F.T @ F + eta * jnp.eye(K, dtype=F.dtype), F.T @ Y)
   return F.T @ _solve_sample_gram(F, Y, eta)
 
 
@@ -103,14 +107,15 @@ def energy_ascent(w0_SxD, X, Y, lr=0.05, steps=2000, activation=jnp.square, proj
 
 def irrep_energy_fractions(w, group, seed=0):
   """Fraction of ‖u‖² + ‖v‖² (w = (u, v)) in each real irrep's isotypic component, in the order of
-  `groups.real_irreps`; the trivial component is included."""
+  `groups.real_irreps`; the trivial component is included. `w` is (2M,) or (2M, K) (K nodes at once,
+  giving (irreps, K))."""
   M = len(group.table)
   u, v = np.asarray(w[:M]), np.asarray(w[M:])
   fractions = []
   for rep, _ in groups_lib.real_irreps(group, seed):
     P = groups_lib.isotypic_projector(group, rep)
-    fractions.append(np.sum((P @ u) ** 2) + np.sum((P @ v) ** 2))
-  return np.asarray(fractions) / (np.sum(u ** 2) + np.sum(v ** 2))
+    fractions.append(np.sum((P @ u) ** 2, axis=0) + np.sum((P @ v) ** 2, axis=0))
+  return np.asarray(fractions) / (np.sum(u ** 2, axis=0) + np.sum(v ** 2, axis=0))
 
 
 def predicted_max_energy(M, dim, kind):

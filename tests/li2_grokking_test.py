@@ -1,0 +1,137 @@
+"""Tests for jaxdyn.experiments.li2_grokking: the ridge top layer, padded members, Muon, the tiny run."""
+import os
+
+from absl.testing import absltest, parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdyn.analysis import li2
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import trainer
+from jaxdyn.experiments import li2_grokking as exp
+from jaxdyn.experiments import modular_addition
+from jaxdyn.models import modular as model_lib
+from jaxdyn.optim import factory
+
+
+def tiny(**fields):
+  config = exp.get_config('tiny')
+  for dotted, value in fields.items():
+    group, name = dotted.split('__')
+    config[group][name] = value
+  return config
+
+
+def member(tree, i):
+  return jax.tree.map(lambda x: x[i], tree)
+
+
+def assert_ridge_top_is_that_of_the_current_features(task, params_S, eta):
+  """For every member: the V of the forward pass is ridge_top_layer of its (unpadded) train features."""
+  for i in range(task.num_members):
+    d, params = member(task.data, i), member(params_S, i)
+    real = d['train_weights'] > 0
+    F = exp.hidden_features(params, d['train_inputs'][real])
+    M = params['W'].shape[0] // 2
+    V = li2.ridge_top_layer(F, jax.nn.one_hot(d['train_labels'][real], M) - 1 / M, eta)
+    np.testing.assert_allclose(
+        exp.ridge_top(params, d['train_inputs'], d['train_labels'], d['train_weights'], eta), V,
+        rtol=2e-3, atol=1e-5)
+    loss, _ = task.loss_fn(params, d, None)
+    np.testing.assert_allclose(loss, model_lib.centered_mse(F @ V, d['train_labels'][real]),
+                               rtol=1e-4)
+
+
+class RidgeTopTest(absltest.TestCase):
+
+  def test_ridge_mode_uses_the_ridge_solution_of_the_current_features(self):
+    config = tiny(model__top='ridge')        # c ∈ {2, 4}: the c=2 members' train sets are padded
+    task = exp.build_task(config)
+    state = trainer.init_state(task)
+    self.assertNotIn('V', state['members']['params'])
+    assert_ridge_top_is_that_of_the_current_features(task, state['members']['params'],
+                                                     config.model.ridge_eta)
+
+  def test_ridge_with_cross_entropy_is_refused(self):
+    with self.assertRaisesRegex(config_lib.ConfigError, 'ridge'):
+      config = tiny(model__top='ridge')
+      config.loss = 'cross_entropy'
+      exp.check_config(config)
+
+
+class PaddingTest(absltest.TestCase):
+
+  def test_padded_members_equal_their_unpadded_runs(self):
+    swept = tiny(train__steps=20)                         # c ∈ {2, 4}: the c=2 members are padded
+    alone = tiny(train__steps=20, sweep__c=(), data__c=2.0)
+    tasks = [exp.build_task(c) for c in (swept, alone)]
+    self.assertGreater(tasks[0].data['train_inputs'].shape[1], tasks[1].data['train_inputs'].shape[1])
+    runs = [trainer.train(t, modular_addition.schedule(c), self.create_tempdir().full_path,
+                          tensorboard=False) for t, c in zip(tasks, (swept, alone))]
+    c2 = np.nonzero(tasks[0].hparams['c'] == 2.0)[0]
+    np.testing.assert_array_equal(tasks[0].hparams['seed'][c2], tasks[1].hparams['seed'])
+    for name in ('eval/train_loss', 'eval/test_loss', 'eval/test_accuracy'):
+      np.testing.assert_allclose(runs[0].history[name][:, c2], runs[1].history[name], rtol=1e-4,
+                                 atol=1e-6, err_msg=name)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a[c2], b, rtol=1e-4, atol=1e-6),
+                 runs[0].params, runs[1].params)
+
+  def test_train_sizes_follow_c_m_log_m_and_splits_are_nested(self):
+    config = tiny(data__group='Z11')
+    sizes = exp.train_sizes(config, [1.0, 2.0])
+    np.testing.assert_array_equal(sizes, np.round(np.array([1.0, 2.0]) * 11 * np.log(11)))
+    data = exp.member_data(config, [3, 3], sizes)
+    small = data['train_inputs'][0][data['train_weights'][0] > 0]
+    big = data['train_inputs'][1][data['train_weights'][1] > 0]
+    self.assertTrue({tuple(p) for p in small} <= {tuple(p) for p in big})
+    for i in range(2):   # train and test are disjoint and cover all pairs
+      pairs = [tuple(p) for part in ('train', 'test')
+               for p in data[f'{part}_inputs'][i][data[f'{part}_weights'][i] > 0]]
+      self.assertLen(set(pairs), 121)
+      self.assertLen(pairs, 121)
+
+
+class MuonTest(absltest.TestCase):
+
+  def test_muon_orthogonalises_the_hidden_layer_and_leaves_the_top_on_adam(self):
+    k1, k2 = jax.random.split(jax.random.key(0))
+    scales = jnp.logspace(-1.5, 0, 8)
+    grads = {'W': jax.random.normal(k1, (24, 8)) * scales, 'V': jax.random.normal(k2, (8, 5))}
+    params = jax.tree.map(jnp.zeros_like, grads)
+    tx = factory.muon_hidden_adam_rest(1.0, 0.0, ('W',))
+    updates, _ = tx.update(grads, tx.init(params), params)
+    s_grad = np.linalg.svd(np.asarray(grads['W']), compute_uv=False)
+    s_update = np.linalg.svd(np.asarray(updates['W']), compute_uv=False)
+    self.assertGreater(s_grad.max() / s_grad.min(), 30)
+    self.assertLess(s_update.max() / s_update.min(), 2.0)   # Newton–Schulz: all near one value
+    adam = factory.adam_l2(1.0, 0.0)
+    adam_updates, _ = adam.update(grads['V'], adam.init(params['V']), params['V'])
+    np.testing.assert_allclose(updates['V'], adam_updates, rtol=1e-6)
+
+
+class ExperimentTest(parameterized.TestCase):
+
+  @parameterized.parameters(('Z7', 'adam', 'gradient'), ('S3', 'muon', 'ridge'))
+  def test_tiny_config_runs_and_writes_figures(self, group, optimizer, top):
+    config = tiny(data__group=group, opt__name=optimizer, model__top=top)
+    workdir = self.create_tempdir().full_path
+    result = exp.train_and_evaluate(config, workdir)
+    for name in ('curves.png', 'irrep_alignment.png'):
+      self.assertTrue(os.path.getsize(os.path.join(workdir, 'figures', name)) > 0)
+    self.assertEqual(result.history['eval/test_accuracy'].shape, (9, 4))
+    self.assertGreater(result.final('eval/train_accuracy').mean(),
+                       result.history['eval/train_accuracy'][0].mean())
+    if top == 'ridge':
+      assert_ridge_top_is_that_of_the_current_features(exp.build_task(config), result.params,
+                                                       config.model.ridge_eta)
+
+  def test_bad_group_is_refused(self):
+    config = exp.get_config('tiny')
+    config.data.group = 'Q8'
+    with self.assertRaisesRegex(config_lib.ConfigError, 'data.group'):
+      exp.check_config(config)
+
+
+if __name__ == '__main__':
+  absltest.main()

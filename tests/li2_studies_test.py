@@ -1,0 +1,49 @@
+"""Tests for jaxdyn.experiments.li2_studies: locating the transition, Stage II per irrep, Stage III."""
+from absl.testing import absltest
+import numpy as np
+
+from jaxdyn.experiments import li2_studies as studies
+
+
+class TransitionTest(absltest.TestCase):
+
+  def test_transition_is_found_by_log_linear_interpolation(self):
+    cs = [1.0, 2.0, 4.0, 8.0]
+    self.assertAlmostEqual(studies.transition_c(cs, [0.0, 0.2, 0.8, 1.0]), 2 * 2 ** 0.5, places=6)
+    self.assertTrue(np.isnan(studies.transition_c(cs, [0.0, 0.1, 0.2, 0.3])))
+    self.assertEqual(studies.transition_c(cs, [0.6, 0.7, 0.8, 0.9]), -np.inf)
+
+  def test_mean_over_seeds_groups_by_fields(self):
+    rows = [{'c': 1.0, 'seed': s, 'acc': a} for s, a in enumerate((0.2, 0.4))] + [
+        {'c': 2.0, 'seed': 0, 'acc': 1.0}]
+    means = studies.mean_over_seeds(rows, 'acc', ('c',))
+    self.assertEqual(list(means), [(1.0,), (2.0,)])
+    np.testing.assert_allclose(list(means.values()), [0.3, 1.0])
+
+
+class StagesTest(absltest.TestCase):
+
+  def test_stage_two_reaches_the_predicted_maximum_of_its_irrep(self):
+    r = studies.stage_two('D5', starts=6, steps=800)
+    self.assertFalse(r['abelian'])
+    np.testing.assert_array_less(0.999, r['share'])
+    np.testing.assert_allclose(r['energy'], r['predicted'], rtol=1e-4)
+
+  def test_stage_three_free_nodes_avoid_the_frozen_frequencies(self):
+    r = studies.stage_three(M=13, frozen=(1, 2, 3), free_nodes=8, per_frequency=10, steps=200)
+    self.assertLess(r['with_frozen']['grad_share_in_frozen'], r['control']['grad_share_in_frozen'])
+    self.assertGreaterEqual(r['with_frozen']['fraction_of_nodes_outside_frozen'], 0.75)
+    self.assertGreater(r['with_frozen']['fraction_of_nodes_outside_frozen'],
+                       r['chance_share_in_frozen'])
+
+  def test_frequency_power_of_a_pure_frequency(self):
+    M, k = 11, 3
+    m = np.arange(M)
+    w = np.concatenate([np.cos(2 * np.pi * k * m / M), np.sin(2 * np.pi * k * m / M + 1)])[:, None]
+    power = studies.frequency_power(w)[:, 0]
+    self.assertEqual(power.argmax(), k)
+    self.assertAlmostEqual(power[k] / power.sum(), 1.0, places=6)
+
+
+if __name__ == '__main__':
+  absltest.main()
