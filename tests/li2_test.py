@@ -9,7 +9,14 @@ import scipy.linalg
 from jaxdyn.analysis import groups as G
 from jaxdyn.analysis import li2
 
-jax.config.update('jax_enable_x64', True)
+
+
+class X64TestCase(parameterized.TestCase):
+  """Float64 inside each test only: a global flag would leak into other modules' tests."""
+
+  def setUp(self):
+    super().setUp()
+    self.enter_context(jax.enable_x64(True))
 
 
 def features_and_targets(n=12, K=16, M=5, seed=0):
@@ -18,7 +25,7 @@ def features_and_targets(n=12, K=16, M=5, seed=0):
   return jax.random.normal(kf, (n, K)), jax.nn.one_hot(labels, M) - 1 / M
 
 
-class StageOneTest(parameterized.TestCase):
+class StageOneTest(X64TestCase):
 
   @parameterized.parameters((12, 16), (16, 5))   # the n × n and the K × K solve
   def test_ridge_top_layer_minimises_the_regularised_loss(self, n, K):
@@ -52,7 +59,7 @@ class StageOneTest(parameterized.TestCase):
     self.assertLess(norms[-1], 0.02 * norms[0])
 
 
-class StageTwoTest(parameterized.TestCase):
+class StageTwoTest(X64TestCase):
 
   @parameterized.parameters(7, 9, 13)
   def test_modular_addition_odd_maxima_are_single_frequencies(self, M):

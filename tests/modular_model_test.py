@@ -9,8 +9,6 @@ from jax import test_util as jtu
 from jaxdyn.data import modular as data_lib
 from jaxdyn.models import modular as model_lib
 
-jax.config.update('jax_enable_x64', False)
-
 
 class ModularMLPTest(parameterized.TestCase):
 
