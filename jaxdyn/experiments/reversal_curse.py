@@ -256,7 +256,7 @@ PANELS = {  # task → (title, [(metric, label)]) for the NLL and probability ro
 
 def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> str:
   """figures/curves.png: per task, NLL and p(correct) against step (mean over seeds, seeds thin),
-  with chance (ln V, 1/V) dashed."""
+  with chance over the vocabulary (ln V, 1/V) dashed and over the answer's token group dotted."""
   history, steps = result.history, result.history['step']
   vocab = data_lib.NUM_RESERVED + config.data.num_entities
   task_of = np.asarray([m['task'] for m in result.members])
@@ -273,6 +273,8 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
         ax.plot(steps, values, color=color, lw=0.5, alpha=0.4)
         ax.plot(steps, values.mean(1), color=color, lw=1.8, label=label)
       ax.axhline(chance, color='k', ls='--', lw=1, label=f'chance ({"ln V" if row == 0 else "1/V"})')
+      in_group = np.log(config.data.num_pairs) if row == 0 else 1 / config.data.num_pairs
+      ax.axhline(in_group, color='k', ls=':', lw=1, label='uniform over the answer token group')
       ax.set_yscale('log' if stat == 'prob' else 'linear')
       ax.set_title(f'{title}: {"NLL of the last token" if row == 0 else "p(correct token)"}')
       ax.set_xlabel('step')
