@@ -88,8 +88,22 @@ class ReversalCurseConfigTest(absltest.TestCase):
                      (24, 768, 12))
     self.assertEqual((paper.opt.name, paper.opt.lr, paper.data.batch_size), ('adamw', 0.01, 64))
     self.assertEqual(reversal_curse.reversal_sizes(paper), (340, 60))
+    reversal_curse.check_config(paper)
+    reversal_curse.check_config(reversal_curse.get_config())
     with self.assertRaises(ValueError):
       reversal_curse.get_config('huge')
+
+  def test_members_are_tasks_by_seeds_with_their_own_data(self):
+    config = reversal_curse.get_config('tiny')
+    hparams = reversal_curse.sweep_hparams(config)
+    data = reversal_curse.member_data(config, hparams)
+    self.assertEqual(sorted(zip(hparams['task'].tolist(), hparams['seed'].tolist())),
+                     [(0, 0), (0, 1), (1, 0), (1, 1)])
+    self.assertEqual(sorted(data['num_train'].tolist()), [340, 340, 540, 540])
+    np.testing.assert_array_equal(data['is_chain'], hparams['task'] == 1)
+    for i in range(len(hparams['seed'])):   # padding rows are never counted as training rows
+      self.assertTrue(np.all(data['train'][i, data['num_train'][i]:] == 0))
+    self.assertFalse(np.array_equal(data['heldout'][0], data['heldout'][1]))
 
   def test_bad_values_refused(self):
     for field, value in (('data.batch_size', 400), ('data.num_pairs', 300), ('tasks', ('forward',)),
