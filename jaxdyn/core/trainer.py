@@ -217,7 +217,7 @@ class _History:
                                        **{k: v[i] for k, v in evals.items()}})
     self.writer.flush()
     step = start + len(first_bad) * n_inner
-    shown = {k: float(np.mean(v[-1])) for k, v in {**last, **evals}.items()
+    shown = {k: float(np.nanmean(v[-1])) for k, v in {**last, **evals}.items()
              if np.ndim(v[-1]) == 1 and ('loss' in k or 'acc' in k)}
     self.progress.maybe_print(step, shown)
 

@@ -1,0 +1,289 @@
+"""The reversal curse and two-hop reasoning with and without chain of thought (Zhu et al., NeurIPS 2024).
+
+A GPT from the shared decoder learns length-3 token sequences with the loss on the last token
+(`jaxdyn.data.reversal`). Theorem 3 (reversal): training "x → y" never raises p(x | y ←), so the
+held-out reversed direction stays at chance, probability ≲ 1/V, while the training NLL goes to 0.
+Theorem 5 (chain of thought): trained on x → y, y → z (and on x ⇝ z for other triples), the model does
+not answer a held-out x ⇝ z directly, but does by chaining (x 0 ?) then (y 0 ?).
+
+Both tasks run in one vmapped program: the sweep members are tasks × seeds, each member with its own
+seeded data (the training sets are padded to a common size; `num_train` says how many rows count).
+
+Metrics per evaluation (last-token NLL, probability of the correct token, greedy accuracy):
+  train_*    over the member's training sequences
+  heldout_*  over the held-out sequences only: the reversed direction (reversal), x 1 z (chain, no CoT)
+  cot_*      chain only (NaN for reversal members): the chain x 0 y, y 0 z; cot_prob is
+             p(y | x 0) · p(z | y 0), cot_nll its negative log, cot_accuracy the fraction of held-out
+             triples whose both hops are argmax-correct (the greedy chain reaches z through y)
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from matplotlib.figure import Figure
+
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import sweep as sweep_lib
+from jaxdyn.core import trainer
+from jaxdyn.data import reversal as data_lib
+from jaxdyn.models import transformer
+from jaxdyn.optim import factory
+
+TASKS = ('reversal', 'chain')
+
+
+def default_config() -> ml_collections.ConfigDict:
+  """Every field a reversal-curse run can set (the schema `check_config` holds configs to)."""
+  c = ml_collections.ConfigDict()
+  c.experiment = 'reversal_curse'
+  c.seed = 0                 # members use seeds seed, ..., seed+num_seeds-1; a seed also seeds the data
+  c.num_seeds = 2
+  c.tasks = TASKS            # each task x each seed is a sweep member
+  c.data = ml_collections.ConfigDict(dict(
+      num_entities=800,      # entity tokens; the vocabulary adds the 2 special tokens
+      num_pairs=200,         # reversal pairs, and chain triples
+      train_fraction=0.7,    # pairs trained both ways / triples whose x ⇝ z is trained
+      batch_size=64))
+  c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=128, num_heads=4))
+  c.opt = ml_collections.ConfigDict(dict(name='adamw', lr=1e-3, wd=0.01, b1=0.9, b2=0.999, eps=1e-8,
+                                         momentum=0.9))
+  c.train = ml_collections.ConfigDict(dict(
+      steps=3_000, eval_every=50, checkpoint_every=1_000, keep_checkpoints=2,
+      steps_per_dispatch=500, progress_every_secs=10.0, tensorboard=False))
+  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))   # -1: automatic
+  return c
+
+
+VARIANTS = ('default', 'tiny', 'paper')
+
+
+def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
+  """The default config or a variant (what `configs/reversal_curse.py:<variant>` returns).
+
+  default  CPU-sized: 2 layers, d=128, 4 heads, AdamW lr 1e-3, batch 64, 3000 steps, 2 seeds
+  tiny     a few steps of a 1-layer d=32 model (tests, notebook)
+  paper    the reference's GPT-2: 24 layers, 768 wide, 12 heads, AdamW lr 0.01 (torch's wd 0.01),
+           batch 64, 18k steps = 3000 epochs of the 340 reversal sequences (6 batches an epoch)
+  """
+  config = default_config()
+  variant = variant or 'default'
+  if variant == 'tiny':
+    config.data.batch_size = 16
+    config.model.update(num_layers=1, d_model=32, num_heads=2)
+    config.train.update(steps=20, eval_every=10, checkpoint_every=20, steps_per_dispatch=20)
+  elif variant == 'paper':
+    config.seed = 1234
+    config.model.update(num_layers=24, d_model=768, num_heads=12)
+    config.opt.lr = 0.01
+    config.train.update(steps=18_000, eval_every=300, checkpoint_every=3_000,
+                        steps_per_dispatch=3_000)
+  elif variant != 'default':
+    raise ValueError(f'unknown variant {variant!r}; valid: {", ".join(VARIANTS)}')
+  return config
+
+
+def check_config(config: ml_collections.ConfigDict) -> None:
+  """Refuses unknown fields, wrong types and bad values before anything is compiled."""
+  config_lib.check_fields(config, default_config())
+  tasks = tuple(config.tasks)
+  config_lib.require(len(tasks) > 0 and set(tasks) <= set(TASKS) and len(set(tasks)) == len(tasks),
+                     'tasks', tasks, f'must be distinct names from {", ".join(TASKS)}')
+  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
+  config_lib.require_positive(config, 'num_seeds', 'data.num_entities', 'data.num_pairs',
+                              'data.batch_size', 'model.num_layers', 'model.d_model',
+                              'model.num_heads', 'opt.lr', 'train.steps', 'train.eval_every',
+                              'train.checkpoint_every', 'train.keep_checkpoints',
+                              'train.steps_per_dispatch')
+  config_lib.require_nonnegative(config, 'opt.wd')
+  config_lib.require(0 < config.data.train_fraction < 1, 'data.train_fraction',
+                     config.data.train_fraction, 'must be in (0, 1): some pairs must be held out')
+  groups = 3 if 'chain' in tasks else 2
+  config_lib.require(groups * config.data.num_pairs <= config.data.num_entities, 'data.num_pairs',
+                     config.data.num_pairs, f'{groups} disjoint token sets of this size must fit in '
+                     f'data.num_entities={config.data.num_entities}')
+  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
+                     config.model.d_model, 'must be a multiple of model.num_heads')
+  min_train = reversal_sizes(config)[0]
+  config_lib.require(config.data.batch_size <= min_train, 'data.batch_size',
+                     config.data.batch_size, f'must be <= the smallest training set ({min_train})')
+
+
+def reversal_sizes(config) -> tuple[int, int]:
+  """(training, held-out) sequences of the reversal task: 2·both + one-way, and the one-way pairs."""
+  both = int(round(config.data.train_fraction * config.data.num_pairs))
+  return 2 * both + (config.data.num_pairs - both), config.data.num_pairs - both
+
+
+def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
+  """Members: tasks × seeds (seed fastest); `task` indexes TASKS."""
+  seeds = [config.seed + i for i in range(config.num_seeds)]
+  hparams = sweep_lib.grid(seeds, task=[TASKS.index(t) for t in config.tasks])
+  hparams['task'] = hparams['task'].astype(np.int32)
+  return hparams
+
+
+def member_data(config: ml_collections.ConfigDict, hparams) -> dict[str, np.ndarray]:
+  """Per member (leading axis): padded training rows, their count, held-out and CoT rows."""
+  d = config.data
+  sets = []
+  for seed, task in zip(hparams['seed'].tolist(), hparams['task'].tolist()):
+    if TASKS[task] == 'chain':
+      sets.append(data_lib.chain_dataset(seed, d.num_entities, d.num_pairs, d.train_fraction))
+    else:
+      s = data_lib.reversal_dataset(seed, d.num_entities, d.num_pairs, d.train_fraction)
+      sets.append({**s, 'cot_first': s['heldout'], 'cot_second': s['heldout']})   # unused (NaN)
+  capacity = max(len(s['train']) for s in sets)
+  pad = lambda a: np.concatenate([a, np.zeros((capacity - len(a), a.shape[1]), a.dtype)])
+  return {'train': np.stack([pad(s['train']) for s in sets]),
+          'num_train': np.asarray([len(s['train']) for s in sets], np.int32),
+          'is_chain': hparams['task'] == TASKS.index('chain'),
+          **{k: np.stack([s[k] for s in sets]) for k in ('heldout', 'cot_first', 'cot_second')}}
+
+
+def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
+  """GPT-2-like (learned positions, tied head, N(0, 0.02²) init), as the reference's HF GPT-2."""
+  m = config.model
+  return transformer.gpt2_config(vocab_size=data_lib.NUM_RESERVED + config.data.num_entities,
+                                 num_layers=m.num_layers, d_model=m.d_model,
+                                 num_heads=m.num_heads, max_len=3)
+
+
+def last_token_log_probs(model, params, sequences_Nx3) -> jax.Array:
+  """log p(· | first two tokens) over the vocabulary, N×V: the next-token distribution at position 2."""
+  logits = model.apply({'params': params}, sequences_Nx3[:, :2])[:, -1]
+  return jax.nn.log_softmax(logits.astype(jnp.float32))
+
+
+def target_stats(log_probs_NxV, targets_N) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """Per row: NLL of the target, its probability, and whether it is the argmax."""
+  log_p = jnp.take_along_axis(log_probs_NxV, targets_N[:, None], axis=1)[:, 0]
+  return -log_p, jnp.exp(log_p), (jnp.argmax(log_probs_NxV, -1) == targets_N).astype(jnp.float32)
+
+
+def evaluate_member(model, params, data) -> dict[str, jax.Array]:
+  """The metrics of the module docstring; `heldout_*` and `cot_*` read only held-out rows.
+
+  One forward pass over every row (training, held-out, both CoT hops), split afterwards.
+  """
+  parts = ('train', 'heldout', 'cot_first', 'cot_second')
+  rows = jnp.concatenate([data[p] for p in parts])
+  stats = target_stats(last_token_log_probs(model, params, rows), rows[:, 2])
+  bounds = np.cumsum([0] + [data[p].shape[0] for p in parts])
+  nll, prob, correct = ({p: s[lo:hi] for p, lo, hi in zip(parts, bounds[:-1], bounds[1:])}
+                        for s in stats)
+  mask = (jnp.arange(data['train'].shape[0]) < data['num_train']).astype(jnp.float32)
+  out = {}
+  for name, per_part in zip(('nll', 'prob', 'accuracy'), (nll, prob, correct)):
+    out[f'train_{name}'] = jnp.sum(per_part['train'] * mask) / jnp.sum(mask)
+    out[f'heldout_{name}'] = jnp.mean(per_part['heldout'])
+  # Chain of thought x 0 → y, then y 0 → z: the chain's probability, and both hops greedy-correct.
+  chain_nll = nll['cot_first'] + nll['cot_second']
+  cot = {'cot_nll': jnp.mean(chain_nll), 'cot_prob': jnp.mean(jnp.exp(-chain_nll)),
+         'cot_accuracy': jnp.mean(correct['cot_first'] * correct['cot_second'])}
+  out.update({k: jnp.where(data['is_chain'], v, jnp.nan) for k, v in cot.items()})
+  return out
+
+
+def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+  model = transformer.Decoder(decoder_config(config))
+  hparams = sweep_hparams(config)
+  data = member_data(config, hparams)
+  batch_size = config.data.batch_size
+
+  def init_params(key, hp):
+    del hp
+    return model.init(key, jnp.zeros((1, 2), jnp.int32))['params']
+
+  def loss_fn(params, batch, hp):
+    del hp
+    log_probs = last_token_log_probs(model, params, batch)
+    nll, _, correct = target_stats(log_probs, batch[:, 2])
+    return jnp.mean(nll), {'accuracy': jnp.mean(correct)}
+
+  def get_batch(data, step, key):
+    # Epochs without replacement over the member's own `num_train` rows (last partial batch dropped):
+    # a fresh permutation per epoch from the data key; padding rows sort last and are never drawn.
+    rows = data['train']
+    num_train = data['num_train']
+    steps_per_epoch = num_train // batch_size
+    scores = jax.random.uniform(jax.random.fold_in(key, step // steps_per_epoch), (rows.shape[0],))
+    order = jnp.argsort(jnp.where(jnp.arange(rows.shape[0]) < num_train, scores, 2.0))
+    idx = jax.lax.dynamic_slice_in_dim(order, (step % steps_per_epoch) * batch_size, batch_size)
+    return rows[idx]
+
+  def evaluate(params, data):
+    return evaluate_member(model, params, data)
+
+  def make_optimizer(hp):
+    del hp
+    return factory.make_optimizer(config.opt, config.opt.lr, config.opt.wd)
+
+  return trainer.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
+                      get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
+
+
+def schedule(config: ml_collections.ConfigDict) -> trainer.Schedule:
+  t = config.train
+  return trainer.Schedule(steps=t.steps, eval_every=t.eval_every, checkpoint_every=t.checkpoint_every,
+                          steps_per_dispatch=t.steps_per_dispatch, keep_checkpoints=t.keep_checkpoints,
+                          progress_every_secs=t.progress_every_secs)
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
+  """Trains (or resumes) every task × seed as one program; writes metrics, checkpoints, figures."""
+  check_config(config)
+  os.makedirs(workdir, exist_ok=True)
+  task = build_task(config)
+  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
+  result = trainer.train(task, schedule(config), workdir, mesh=mesh,
+                         config_json=config.to_dict(), tensorboard=config.train.tensorboard)
+  write_figures(result, config)
+  return result
+
+
+PANELS = {  # task → (title, [(metric, label)]) for the NLL and probability rows of the figure
+    'reversal': ('reversal', [('train', 'train'), ('heldout', 'held-out reversed')]),
+    'chain': ('two-hop', [('train', 'train'), ('heldout', 'held-out x⇝z, no CoT'),
+                          ('cot', 'held-out x⇝z, with CoT')]),
+}
+
+
+def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> str:
+  """figures/curves.png: per task, NLL and p(correct) against step (mean over seeds, seeds thin),
+  with chance over the vocabulary (ln V, 1/V) dashed and over the answer's token group dotted."""
+  history, steps = result.history, result.history['step']
+  vocab = data_lib.NUM_RESERVED + config.data.num_entities
+  task_of = np.asarray([m['task'] for m in result.members])
+  tasks = [t for t in TASKS if t in config.tasks]
+  fig = Figure(figsize=(5.5 * len(tasks), 7))   # no pyplot: leaves a notebook's backend alone
+  axes = fig.subplots(2, len(tasks), squeeze=False)
+  for col, name in enumerate(tasks):
+    title, curves = PANELS[name]
+    members = task_of == TASKS.index(name)
+    for row, (stat, chance) in enumerate((('nll', np.log(vocab)), ('prob', 1 / vocab))):
+      ax = axes[row][col]
+      for color, (metric, label) in zip(('C0', 'C3', 'C2'), curves):
+        values = history[f'eval/{metric}_{stat}'][:, members]
+        ax.plot(steps, values, color=color, lw=0.5, alpha=0.4)
+        ax.plot(steps, values.mean(1), color=color, lw=1.8, label=label)
+      ax.axhline(chance, color='k', ls='--', lw=1, label=f'chance ({"ln V" if row == 0 else "1/V"})')
+      in_group = np.log(config.data.num_pairs) if row == 0 else 1 / config.data.num_pairs
+      ax.axhline(in_group, color='k', ls=':', lw=1, label='uniform over the answer token group')
+      ax.set_yscale('log' if stat == 'prob' else 'linear')
+      ax.set_title(f'{title}: {"NLL of the last token" if row == 0 else "p(correct token)"}')
+      ax.set_xlabel('step')
+      ax.grid(alpha=0.3)
+      ax.legend(fontsize=7)
+  fig.suptitle(f'GPT {config.model.num_layers}L d={config.model.d_model}, V={vocab}, '
+               f'{config.opt.name} lr={config.opt.lr}, {config.num_seeds} seeds')
+  fig.tight_layout()
+  path = os.path.join(result.workdir, 'figures', 'curves.png')
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  fig.savefig(path, dpi=120)
+  return path
