@@ -42,7 +42,7 @@ def top_subspace_projector(matrix, rank, side):
 
 class ProjectionMathsTest(parameterized.TestCase):
 
-  @parameterized.parameters('svd', 'randomized_svd', 'random')
+  @parameterized.parameters('svd', 'gram_eigh', 'randomized_svd', 'random')
   def test_rank_at_least_min_dim_equals_plain_inner_update(self, projector):
     """Paper §3.3: r >= min(m, n) is plain full-rank training, exactly."""
     params = {'w': jnp.zeros((5, 7)), 'b': jnp.zeros((7,))}
@@ -106,7 +106,7 @@ class ProjectionMathsTest(parameterized.TestCase):
 
 class ProjectorTest(parameterized.TestCase):
 
-  @parameterized.parameters('svd', 'randomized_svd', 'random')
+  @parameterized.parameters('svd', 'gram_eigh', 'randomized_svd', 'random')
   def test_projectors_are_orthonormal(self, projector):
     params = {'stacked': jnp.zeros((2, 11, 6))}
     tx = galore_lib.scale_by_galore(3, 2, side='full', projector=projector, batch_dims=1)
@@ -134,6 +134,21 @@ class ProjectorTest(parameterized.TestCase):
         jnp.asarray(matrix, jnp.float32), 4, oversample=4, power_iters=2, key=jax.random.key(0))
     np.testing.assert_allclose(left @ left.T, u @ u.T, atol=1e-3)
     np.testing.assert_allclose(right @ right.T, v @ v.T, atol=1e-3)
+
+  @parameterized.parameters((40, 30), (30, 40))
+  def test_gram_eigh_spans_the_exact_svd_subspace(self, m, n):
+    matrix = jnp.asarray(RNG.normal(size=(m, n)), jnp.float32)
+    left, right = galore_lib.gram_eigh(matrix, 4)
+    left_svd, right_svd = galore_lib.exact_svd(matrix, 4)
+    np.testing.assert_allclose(left @ left.T, left_svd @ left_svd.T, atol=1e-4)
+    np.testing.assert_allclose(right @ right.T, right_svd @ right_svd.T, atol=1e-4)
+    np.testing.assert_allclose(left.T @ matrix @ right, np.diag(np.linalg.svd(matrix)[1][:4]),
+                               atol=1e-3)   # also paired: u_i^T g v_i = sigma_i >= 0
+
+  def test_gram_eigh_of_a_rank_deficient_matrix_is_finite_and_orthonormal(self):
+    matrix = jnp.asarray(np.outer(RNG.normal(size=12), RNG.normal(size=9)), jnp.float32)
+    for basis in galore_lib.gram_eigh(matrix, 3):
+      np.testing.assert_allclose(basis.T @ basis, np.eye(3), atol=1e-5)
 
   def test_sign_alignment_keeps_the_projector_for_a_repeated_gradient(self):
     params = {'w': jnp.zeros((6, 9))}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-EXPERIMENTS = ('modular_addition', 'li2_grokking', 'reversal_curse')
+EXPERIMENTS = ('modular_addition', 'li2_grokking', 'reversal_curse', 'galore_pretrain')
 
 
 def get(name: str) -> ModuleType:

@@ -1,0 +1,126 @@
+"""Tests of jaxdyn.optim.lora: LoRA, ReLoRA and low-rank factorisation on the shared Decoder."""
+
+from absl.testing import absltest, parameterized
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxdyn.models import transformer
+from jaxdyn.optim import galore as galore_lib
+from jaxdyn.optim import lora
+
+CONFIG = transformer.llama_config(vocab_size=16, num_layers=1, d_model=16, num_heads=2, multiple_of=8)
+MODEL = transformer.Decoder(CONFIG)
+TOKENS = jax.random.randint(jax.random.key(0), (2, 6), 0, 16)
+RANK = 4
+
+
+def dense_params():
+  return MODEL.init(jax.random.key(1), TOKENS)['params']
+
+
+def logits(params):
+  return MODEL.apply({'params': params}, TOKENS)
+
+
+def trained_adapters(base):
+  """Adapters with a nonzero b (as after some training), so that merging is not trivially exact."""
+  adapters = lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
+  return jax.tree.map(lambda x: x + 0.1 * jax.random.normal(jax.random.key(3), x.shape), adapters)
+
+
+class LoraTest(parameterized.TestCase):
+
+  def test_adapters_only_on_attention_and_mlp_kernels(self):
+    base = dense_params()
+    adapters = lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
+    paths = {jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(
+        adapters, is_leaf=lambda x: isinstance(x, lora.Factors))}
+    self.assertLen(paths, 7)   # query, key, value, out, gate, up, down
+    self.assertTrue(all('attn' in p or 'mlp' in p for p in paths))
+    factors = adapters['layer_0']['mlp']['down']['kernel']
+    self.assertEqual(factors.a.shape, (CONFIG.mlp_width, RANK))
+    self.assertEqual(factors.b.shape, (RANK, 16))
+
+  def test_lora_at_init_equals_base_model(self):
+    base = dense_params()
+    adapters = lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
+    np.testing.assert_array_equal(logits(lora.lora_apply(base, adapters, 2.0)), logits(base))
+
+  def test_merge_preserves_the_function(self):
+    base = dense_params()
+    adapters = trained_adapters(base)
+    with_adapters = logits(lora.lora_apply(base, adapters, 2.0))
+    self.assertGreater(float(jnp.max(jnp.abs(with_adapters - logits(base)))), 1e-3)
+    np.testing.assert_allclose(logits(lora.lora_merge(base, adapters, 2.0)), with_adapters,
+                               rtol=1e-5, atol=1e-5)
+
+  def test_frozen_base_gets_no_gradient_but_adapters_do(self):
+    base = dense_params()
+    adapters = trained_adapters(base)
+    loss = lambda b, a: jnp.sum(logits(lora.lora_apply(b, a, 2.0)) ** 2)
+    grad_base, grad_adapters = jax.grad(loss, argnums=(0, 1))(base, adapters)
+    np.testing.assert_array_equal(grad_base['layer_0']['attn']['query']['kernel'], 0.0)
+    self.assertGreater(float(jnp.abs(grad_base['head']['kernel']).max()), 0.0)
+    self.assertGreater(float(jnp.abs(grad_adapters['layer_0']['attn']['query']['kernel'].a).max()),
+                       0.0)
+
+  def test_relora_restart_keeps_the_function_and_zeroes_b(self):
+    base = dense_params()
+    params = {'base': base, 'adapters': trained_adapters(base)}
+    restarted = lora.relora_restart(jax.random.key(4), params, 2.0)
+    np.testing.assert_allclose(logits(lora.lora_apply(restarted['base'], restarted['adapters'], 2.0)),
+                               logits(lora.lora_apply(base, params['adapters'], 2.0)),
+                               rtol=1e-5, atol=1e-5)
+    factors = restarted['adapters']['layer_0']['attn']['key']['kernel']
+    np.testing.assert_array_equal(factors.b, 0.0)
+    self.assertFalse(np.allclose(factors.a, params['adapters']['layer_0']['attn']['key']['kernel'].a))
+
+  def test_relora_transform_restarts_every_k_steps_and_prunes_adapter_state(self):
+    base = dense_params()
+    params = {'base': base, 'adapters': trained_adapters(base)}
+    tx = lora.relora(optax.adam(1e-2), reset_every=3, scale=2.0, key=jax.random.key(5),
+                     prune_ratio=0.5)
+    state = tx.init(params)
+    loss = lambda p: jnp.mean(logits(lora.lora_apply(p['base'], p['adapters'], 2.0)) ** 2)
+    update = jax.jit(tx.update)
+    for _ in range(3):
+      updates, state = update(jax.grad(loss)(params), state, params)
+      params = optax.apply_updates(params, updates)
+    # The third update restarted: b is zero again and the adapters' moments were pruned.
+    b = params['adapters']['layer_0']['mlp']['up']['kernel'].b
+    np.testing.assert_array_equal(b, 0.0)
+    mu = state.inner[0].mu
+    adapter_mu = mu['adapters']['layer_0']['mlp']['up']['kernel'].a
+    self.assertGreaterEqual(float(jnp.mean(adapter_mu == 0.0)), 0.5)
+    self.assertLess(float(jnp.mean(mu['base']['head']['kernel'] == 0.0)), 0.5)
+
+  def test_low_rank_parameter_count(self):
+    base = dense_params()
+    factored = lora.low_rank_init(jax.random.key(6), base, galore_lib.llama_galore_mask(base), RANK)
+    d, h = 16, CONFIG.mlp_width
+    dense_kernels = 4 * d * d + 3 * d * h
+    low_rank_kernels = 4 * RANK * (d + d) + 3 * RANK * (d + h)
+    self.assertEqual(lora.parameter_count(base) - lora.parameter_count(factored),
+                     dense_kernels - low_rank_kernels)
+    dense = lora.low_rank_apply(factored)
+    self.assertEqual(jax.tree.structure(dense), jax.tree.structure(base))
+    kernel = dense['layer_0']['mlp']['gate']['kernel']
+    self.assertEqual(np.linalg.matrix_rank(np.asarray(kernel)), RANK)
+    self.assertTrue(np.all(np.isfinite(logits(dense))))
+
+  def test_jagged_schedule_warms_up_again_after_each_restart(self):
+    schedule = lora.jagged_cosine_schedule(1.0, total_steps=100, warmup_steps=10, min_ratio=0.1,
+                                           restart_every=40, restart_warmup_steps=5)
+    plain = lora.jagged_cosine_schedule(1.0, total_steps=100, warmup_steps=10, min_ratio=0.1)
+    self.assertAlmostEqual(float(schedule(5)), 0.5, places=6)
+    self.assertAlmostEqual(float(plain(10)), 1.0, places=6)
+    self.assertAlmostEqual(float(plain(100)), 0.1, places=6)
+    self.assertEqual(float(schedule(40)), 0.0)
+    self.assertAlmostEqual(float(schedule(42)), 0.4 * float(plain(42)), places=6)
+    self.assertAlmostEqual(float(schedule(60)), float(plain(60)), places=6)
+
+
+if __name__ == '__main__':
+  absltest.main()
