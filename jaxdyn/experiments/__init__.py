@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-EXPERIMENTS = ('modular_addition',)
+EXPERIMENTS = ('modular_addition', 'scan_snap')
 
 
 def get(name: str) -> ModuleType:
