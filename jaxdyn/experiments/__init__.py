@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-EXPERIMENTS = ('modular_addition', 'scan_snap', 'joma_contextual')
+EXPERIMENTS = ('modular_addition', 'scan_snap', 'joma_contextual', 'joma_hierarchical')
 
 
 def get(name: str) -> ModuleType:
