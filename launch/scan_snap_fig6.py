@@ -1,6 +1,6 @@
 """Scan & Snap Fig. 6: distinct-token attention entropy over num_last × η_Z × η_Y/η_Z (seeds averaged).
 
-  python launch/scan_snap_fig6.py --workdir=DIR [--num_last=1,3,5,10] [--steps=100]
+  python launch/scan_snap_fig6.py --workdir=DIR [--num_last=1,3,5,10] [--steps=100] [--num_seeds=10]
 
 One vmapped program (160 members) per num_last value; writes DIR/fig6_table.md and DIR/fig6.png.
 """
@@ -20,6 +20,7 @@ from jaxdyn.experiments import scan_snap
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
 _NUM_LAST = flags.DEFINE_list('num_last', ['1', '3', '5', '10'], 'num_last values (one program each).')
 _STEPS = flags.DEFINE_integer('steps', 100, 'Iterations.')
+_NUM_SEEDS = flags.DEFINE_integer('num_seeds', 10, 'Seeds 1..num_seeds (the paper: 10).')
 
 
 def mean_final_entropy(result) -> dict[tuple[float, float], float]:
@@ -38,6 +39,7 @@ def main(argv):
   for num_last in map(int, _NUM_LAST.value):
     config = scan_snap.get_config('fig6')
     config.data.num_last = num_last
+    config.num_seeds = _NUM_SEEDS.value
     config.train.update(steps=_STEPS.value, checkpoint_every=_STEPS.value,
                         steps_per_dispatch=_STEPS.value)
     result = scan_snap.train_and_evaluate(config, os.path.join(_WORKDIR.value, f'num_last_{num_last}'))
