@@ -1,7 +1,7 @@
 """JoMA Table 1 grid: C ∈ {20, 30, 50} × N_ch ∈ {2, 3} × (N0, N1) ∈ {(10, 20), (20, 30)}, seeds vmapped.
 
   python launch/joma_table1.py --workdir=DIR [--variant=default|paper] [--steps=N] [--lr=X]
-                               [--num_seeds=5] [--d_model=128]
+                               [--num_seeds=5] [--d_model=128] [--max_cells=N]
 
 One program per grid cell (the tree shapes differ); writes DIR/table1.md with NCorr(s=0), NCorr(s=1)
 mean ± std over seeds after training, beside the same model at random initialisation (step 0).
@@ -22,6 +22,7 @@ _STEPS = flags.DEFINE_integer('steps', None, 'Override train.steps.')
 _LR = flags.DEFINE_float('lr', None, 'Override opt.lr.')
 _NUM_SEEDS = flags.DEFINE_integer('num_seeds', None, 'Override num_seeds.')
 _D_MODEL = flags.DEFINE_integer('d_model', None, 'Override model.d_model.')
+_MAX_CELLS = flags.DEFINE_integer('max_cells', None, 'Run only the first cells of the grid.')
 
 GRID = list(itertools.product((20, 30, 50), (2, 3), ((10, 20), (20, 30))))
 
@@ -35,7 +36,7 @@ def main(argv):
   metrics.show_progress_logs()
   lines = ['| C | N_ch | (N0, N1) | NCorr s=0 trained | s=0 at init | NCorr s=1 trained | s=1 at init '
            '| train acc | wall s |', '|---|---|---|---|---|---|---|---|---|']
-  for num_classes, num_children, (n0, n1) in GRID:
+  for num_classes, num_children, (n0, n1) in GRID[:_MAX_CELLS.value]:
     config = joma_hierarchical.get_config(_VARIANT.value)
     config.data.update(num_classes=num_classes, num_children=num_children, n0=n0, n1=n1)
     for field, flag in (('train.steps', _STEPS), ('opt.lr', _LR), ('num_seeds', _NUM_SEEDS),
