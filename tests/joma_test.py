@@ -125,5 +125,42 @@ class LatentTreeTest(parameterized.TestCase):
       LatentTree(seed=0, layer_sizes=(10, 50, 5), num_children=1)
 
 
+class SalienceDynamicsTest(absltest.TestCase):
+
+  def test_one_step_by_hand_and_convergence(self):
+    w_star = jnp.array([1.5, 2.0, 3.5])
+    path, _ = joma.salience_dynamics(w_star, 0.05, 0.02, 3.0, steps=1)
+    weights = np.exp(np.full(3, 0.05 ** 2 / 3.0))
+    expected = 0.05 + 0.02 * (np.asarray(w_star) - 0.05) * weights / weights.sum()
+    np.testing.assert_allclose(path[1], expected, rtol=1e-6)
+    path, _ = joma.salience_dynamics(w_star, 0.05, 0.02, 3.0, steps=20_000)
+    np.testing.assert_allclose(path[-1], w_star, atol=1e-3)   # converges to w*
+
+  def test_entropy_falls_then_rises(self):
+    """JoMA Fig. 4: the most salient component wins first (sparser), the rest catch up (denser)."""
+    w_star = jnp.sort(3 * jax.random.uniform(jax.random.key(0), (10,)) + 1)
+    _, entropy = joma.salience_dynamics(w_star, 0.05, 0.02, 3.0, steps=5000)
+    entropy = np.asarray(entropy)
+    np.testing.assert_allclose(entropy[0], np.log(10), rtol=1e-6)
+    low = int(entropy.argmin())
+    self.assertTrue(0 < low < len(entropy) - 1)
+    self.assertLess(entropy[low], entropy[0] - 0.5)
+    self.assertGreater(entropy[-1], entropy[low] + 0.1)
+
+
+class PooledNcorrTest(absltest.TestCase):
+
+  def test_max_pooling_over_positions(self):
+    rng = np.random.default_rng(0)
+    indicators = rng.integers(0, 2, (64, 3)).astype(np.float32)
+    hidden = rng.normal(size=(64, 5, 4)).astype(np.float32) * 0.01
+    hidden[:, 2, 1] = 5 * indicators[:, 0]   # one node carries latent 0 at one position only
+    pooled = joma.pooled_best_match_ncorr(jnp.asarray(hidden), jnp.asarray(indicators))
+    np.testing.assert_allclose(pooled, joma.best_match_ncorr(hidden.max(axis=1), indicators),
+                               rtol=1e-6)
+    only_first = joma.best_match_ncorr(hidden.max(axis=1), indicators[:, :1])
+    np.testing.assert_allclose(only_first, 1.0, atol=1e-3)
+
+
 if __name__ == '__main__':
   absltest.main()

@@ -83,3 +83,29 @@ def best_match_ncorr(hidden_NxH: jax.Array, indicators_NxL: jax.Array) -> jax.Ar
   hidden = hidden / (jnp.linalg.norm(hidden, axis=0) + 1e-8)
   latents = latents / (jnp.linalg.norm(latents, axis=0) + 1e-8)
   return (latents.T @ hidden).max(axis=1).mean()
+
+
+def salience_dynamics(w_star_M: jax.Array, w0: float, lr: float, temperature: float,
+                      steps: int) -> tuple[jax.Array, jax.Array]:
+  """JoMA Fig. 4 (nonlinear case): w ← w + lr (w* − w) ∘ softmax(w² / T), from w = w0 everywhere.
+
+  Returns the trajectory (steps + 1) × M and the entropy of softmax(w² / T) along it: the most
+  salient component grows first (entropy falls), the others catch up later (entropy rises).
+  """
+  def entropy(w):
+    log_p = jax.nn.log_softmax(w ** 2 / temperature)
+    return -(jnp.exp(log_p) * log_p).sum()
+
+  def step(w, _):
+    w = w + lr * (w_star_M - w) * jax.nn.softmax(w ** 2 / temperature)
+    return w, w
+
+  w_init = jnp.full_like(w_star_M, w0)
+  _, path = jax.lax.scan(step, w_init, None, length=steps)
+  path = jnp.concatenate([w_init[None], path])
+  return path, jax.vmap(entropy)(path)
+
+
+def pooled_best_match_ncorr(hidden_BxTxH: jax.Array, indicators_BxL: jax.Array) -> jax.Array:
+  """Table 1 NCorr of a layer: hidden activations max-pooled over positions, then best_match_ncorr."""
+  return best_match_ncorr(hidden_BxTxH.max(axis=1), indicators_BxL)

@@ -68,9 +68,14 @@ def sample_batch(task: ScanSnapTask, key: jax.Array, batch_size: int):
   """
   next_key, context_key = jax.random.split(key)
   next_index_B = jax.random.randint(next_key, (batch_size,), 0, task.num_next)
-  log_probs_KxM = jnp.log(jnp.asarray(task.context_probs(), jnp.float32))
-  context_BxL1 = jax.random.categorical(context_key, log_probs_KxM[next_index_B][:, None, :],
-                                        shape=(batch_size, task.seq_len - 1))
+  # Inverse-CDF sampling: one uniform per token (Gumbel-max would draw M per token, which dominates
+  # the cost of a vmapped Fig. 6 sweep on CPU).
+  cdf_KxM = jnp.asarray(np.cumsum(task.context_probs(), axis=1), jnp.float32)
+  uniform_BxL1 = jax.random.uniform(context_key, (batch_size, task.seq_len - 1))
+  context_BxL1 = jnp.minimum(
+      jax.vmap(lambda cdf, u: jnp.searchsorted(cdf, u, side='right'))(cdf_KxM[next_index_B],
+                                                                       uniform_BxL1),
+      task.num_tokens - 1)
   query_B = jnp.asarray(task.query_tokens())[next_index_B]
   tokens_BxL = jnp.concatenate([context_BxL1, query_B[:, None]], axis=1).astype(jnp.int32)
   return tokens_BxL, jnp.asarray(task.next_tokens())[next_index_B].astype(jnp.int32)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-EXPERIMENTS = ('modular_addition', 'li2_grokking', 'reversal_curse', 'galore_pretrain')
+EXPERIMENTS = ('modular_addition', 'li2_grokking', 'scan_snap', 'joma_contextual', 'joma_hierarchical',
+               'reversal_curse', 'galore_pretrain')
 
 
 def get(name: str) -> ModuleType:

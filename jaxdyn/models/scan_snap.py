@@ -15,7 +15,11 @@ from jaxdyn.data.scan_snap import ScanSnapTask
 
 
 def init_params(key: jax.Array, num_tokens: int, zero: bool = False) -> dict:
-  """Z and Y at zero (Fig. 4) or, by default, uniform in ±1/√M like a PyTorch nn.Linear."""
+  """Z and Y at zero (Fig. 4) or, by default, uniform in ±1/√M.
+
+  The reference (`decoder_only.py::Model2`) holds Z and Y as bias-free `nn.Linear(M, M)`, whose
+  default init is U(±1/√fan_in) = U(±1/√M): checked against the code.
+  """
   if zero:
     return {'Z': jnp.zeros((num_tokens, num_tokens)), 'Y': jnp.zeros((num_tokens, num_tokens))}
   bound = num_tokens ** -0.5
@@ -35,8 +39,10 @@ def forward(params: dict, tokens_BxT: jax.Array, residual: bool = False) -> jax.
   """Logits B×M = Y f with f the L2-normalised attended one-hot feature."""
   num_tokens = params['Z'].shape[0]
   attention_BxT1 = context_attention(params, tokens_BxT)
-  feature_BxM = jnp.einsum('bl,blm->bm', attention_BxT1,
-                           jax.nn.one_hot(tokens_BxT[:, :-1], num_tokens, dtype=attention_BxT1.dtype))
+  # Σ_l a_l e_{x_l} as a scatter-add: no B×T×M one-hot (a 160-member Fig. 6 sweep stays small).
+  batch_index_B1 = jnp.arange(tokens_BxT.shape[0])[:, None]
+  feature_BxM = jnp.zeros((tokens_BxT.shape[0], num_tokens), attention_BxT1.dtype).at[
+      batch_index_B1, tokens_BxT[:, :-1]].add(attention_BxT1)
   if residual:
     feature_BxM = feature_BxM + jax.nn.one_hot(tokens_BxT[:, -1], num_tokens,
                                                dtype=feature_BxM.dtype)

@@ -1,0 +1,53 @@
+"""Smoke and behaviour tests of JoMA's invariant experiment (jaxdyn.experiments.joma_contextual), :tiny."""
+
+import json
+import os
+import tempfile
+
+from absl.testing import absltest
+import jax
+import numpy as np
+
+from jaxdyn.core.config import ConfigError
+from jaxdyn.experiments import joma_contextual
+
+
+class JomaContextualTest(absltest.TestCase):
+
+  def test_tiny_runs_tracks_invariant_and_writes_figures(self):
+    config = joma_contextual.get_config('tiny')
+    workdir = tempfile.mkdtemp()
+    result = joma_contextual.train_and_evaluate(config, workdir)
+    history = result.history
+    self.assertEqual(history['eval/nc_softmax'].shape, (5, config.num_seeds))
+    for kind in ('linear', 'exponential', 'softmax'):
+      # Theorem 1: early in training (small steps) the predicted logits match the real ones.
+      self.assertGreater(history[f'eval/nc_{kind}'].min(), 0.95, kind)
+      # ... and every kind learns (full-batch loss below chance ln K at the end).
+      self.assertTrue(np.all(history[f'eval/loss_{kind}'][-1] < history[f'eval/loss_{kind}'][0]))
+    # ẑ is more than its squared term alone: the constant (and, for softmax, the norm term) matter.
+    self.assertLess(history['eval/nc_squared_term_softmax'][0].max(), 0.9)
+    self.assertEqual(result.params['softmax']['z'].shape,
+                     (config.num_seeds, config.data.num_distinct + config.data.num_common))
+    with open(os.path.join(workdir, 'summary.json')) as f:
+      summary = json.load(f)
+    self.assertLess(summary['salience_entropy_min'], summary['salience_entropy_start'])
+    for name in ('invariant_nc.png', 'salience_entropy.png'):
+      self.assertGreater(os.path.getsize(os.path.join(workdir, 'figures', name)), 1000)
+
+  def test_context_distribution_columns_are_distributions(self):
+    x = np.asarray(joma_contextual.context_distribution(jax.random.key(0), 10, 10, 20, 30.0))
+    np.testing.assert_allclose(x.sum(axis=0), 1.0, rtol=1e-5)
+    self.assertTrue(np.all(x > 0))
+    # Class k's distinct band peaks at row k·M_d/K (rounded).
+    self.assertEqual(int(np.argmax(x[:10, 10])), 5)
+
+  def test_too_small_embedding_is_refused(self):
+    config = joma_contextual.get_config('tiny')
+    config.data.dim = 20
+    with self.assertRaisesRegex(ConfigError, 'data.dim'):
+      joma_contextual.check_config(config)
+
+
+if __name__ == '__main__':
+  absltest.main()

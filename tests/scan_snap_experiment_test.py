@@ -1,0 +1,57 @@
+"""Smoke and behaviour tests of the Scan & Snap experiment (jaxdyn.experiments.scan_snap), :tiny config."""
+
+import os
+import tempfile
+
+from absl.testing import absltest
+import numpy as np
+
+from jaxdyn.core.config import ConfigError
+from jaxdyn.experiments import scan_snap
+
+
+class ScanSnapExperimentTest(absltest.TestCase):
+
+  def test_tiny_runs_learns_and_writes_figures(self):
+    config = scan_snap.get_config('tiny')
+    workdir = tempfile.mkdtemp()
+    result = scan_snap.train_and_evaluate(config, workdir)
+    history = result.history
+    num_members = config.num_seeds * len(config.sweep.lr_z)
+    np.testing.assert_array_equal(history['step'], [0, 3, 6, 9, 12])
+    self.assertEqual(history['eval/loss'].shape, (5, num_members))
+    task = scan_snap.task_of(config)
+    self.assertEqual(history['eval/composition'].shape,
+                     (5, num_members, task.num_next, task.num_tokens))
+    np.testing.assert_allclose(history['eval/composition'].sum(-1), 1.0, rtol=1e-5)
+    # Every member starts near chance (ln M) and its held-out loss falls.
+    np.testing.assert_allclose(history['eval/loss'][0], np.log(task.num_tokens), atol=0.3)
+    self.assertTrue(np.all(history['eval/loss'][-1] < 0.5 * history['eval/loss'][0]))
+    # From zero init, attention on the distinct tokens sharpens: their entropy falls from its start.
+    entropy = history['eval/distinct_entropy']
+    self.assertTrue(np.all(entropy[-1] < entropy[0]))
+    self.assertTrue(np.all(entropy <= np.log(task.num_distinct_per_next) + 1e-5))
+    for name in ('curves.png', 'composition.png'):
+      self.assertGreater(os.path.getsize(os.path.join(workdir, 'figures', name)), 1000)
+
+  def test_bad_values_are_refused_before_compiling(self):
+    config = scan_snap.get_config('tiny')
+    config.opt.momentum = 1.0
+    with self.assertRaisesRegex(ConfigError, 'opt.momentum'):
+      scan_snap.check_config(config)
+    config = scan_snap.get_config('tiny')
+    config.data.seq_len = 1
+    with self.assertRaisesRegex(ConfigError, 'data.seq_len'):
+      scan_snap.check_config(config)
+
+  def test_fig6_variant_is_the_published_grid(self):
+    config = scan_snap.get_config('fig6')
+    hparams = scan_snap.sweep_hparams(config)
+    self.assertLen(hparams['seed'], 4 * 4 * 10)
+    self.assertEqual(sorted(set(hparams['lr_z'].tolist())), [0.5, 1.0, 2.0, 3.0])
+    self.assertEqual(sorted(set(hparams['lr_y_ratio'].tolist())), [1.0, 2.0, 5.0, 10.0])
+    self.assertEqual(sorted(set(hparams['seed'].tolist())), list(range(1, 11)))
+
+
+if __name__ == '__main__':
+  absltest.main()
