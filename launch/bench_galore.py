@@ -72,6 +72,8 @@ def main(argv):
       'jaxdyn galore': lambda gap: galore_lib.galore(1e-3, FLAGS.rank, gap),
       'jaxdyn galore rsvd': lambda gap: galore_lib.galore(
           1e-3, FLAGS.rank, gap, projector='randomized_svd'),
+      'jaxdyn galore eigh': lambda gap: galore_lib.galore(
+          1e-3, FLAGS.rank, gap, projector='gram_eigh'),
       'optax.contrib.galore': lambda gap: contrib.galore(1e-3, FLAGS.rank, gap),
   }
   print(f'device: {jax.devices()[0].device_kind}, {jax.device_count()} device(s); '
@@ -88,7 +90,7 @@ def main(argv):
     print(f'{name:22s} between refreshes {1e3 * between[name]:8.3f} ms  refresh step '
           f'{1e3 * refresh:9.2f} ms  amortised over T {1e3 * amortised[name]:8.3f} ms  '
           f'state {state_bytes / 2**20:7.3f} MiB')
-  for ours in ('jaxdyn galore', 'jaxdyn galore rsvd'):
+  for ours in ('jaxdyn galore', 'jaxdyn galore rsvd', 'jaxdyn galore eigh'):
     for other in ('optax.adamw', 'optax.contrib.galore'):
       print(f'{ours} / {other}: between refreshes {between[ours] / between[other]:.3f}x, '
             f'amortised {amortised[ours] / amortised[other]:.3f}x')
