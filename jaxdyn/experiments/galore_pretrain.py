@@ -281,7 +281,6 @@ def optimizer_state_bytes(config: ml_collections.ConfigDict) -> galore_lib.State
   return galore_lib.optimizer_state_bytes(state)
 
 
-
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
   """Trains (or resumes) the sweep, writes metrics, checkpoints and figures to `workdir`."""
   check_config(config)

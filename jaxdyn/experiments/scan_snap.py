@@ -153,7 +153,6 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
                       get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
 
 
-
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
   """Trains (or resumes) the sweep, writes metrics, checkpoints and figures to `workdir`."""
   check_config(config)
