@@ -71,6 +71,15 @@ def require_positive(config: ml_collections.ConfigDict, *fields: str) -> None:
     require(all(v > 0 for v in values), field, value, 'must be > 0')
 
 
+TRAIN_SCHEDULE_FIELDS = ('train.steps', 'train.eval_every', 'train.checkpoint_every',
+                         'train.keep_checkpoints', 'train.steps_per_dispatch')
+
+
+def require_train_schedule(config: ml_collections.ConfigDict) -> None:
+  """The `train` group every experiment has (read by `trainer.schedule_from_config`): all > 0."""
+  require_positive(config, *TRAIN_SCHEDULE_FIELDS)
+
+
 def require_nonnegative(config: ml_collections.ConfigDict, *fields: str) -> None:
   for field in fields:
     value = get_field(config, field)

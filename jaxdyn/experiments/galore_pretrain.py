@@ -138,9 +138,9 @@ def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.require_positive(config, 'num_seeds', 'data.seq_len', 'data.batch_size',
                               'data.eval_windows', 'model.num_layers', 'model.d_model',
                               'model.num_heads', 'opt.lr', 'sweep.lr', 'galore.update_proj_gap',
-                              'galore.scale', 'lora.alpha', 'lora.reset_every', 'lora.restart_warmup',
-                              'train.steps', 'train.eval_every', 'train.checkpoint_every',
-                              'train.keep_checkpoints', 'train.steps_per_dispatch')
+                              'galore.scale', 'lora.alpha', 'lora.reset_every',
+                              'lora.restart_warmup')
+  config_lib.require_train_schedule(config)
   config_lib.require_nonnegative(config, 'opt.wd', 'opt.clip', 'galore.rank', 'lora.rank')
   config_lib.require(0 <= config.opt.warmup_fraction < 1, 'opt.warmup_fraction',
                      config.opt.warmup_fraction, 'must be in [0, 1)')

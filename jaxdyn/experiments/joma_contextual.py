@@ -65,9 +65,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.require_positive(config, 'num_seeds', 'data.num_distinct', 'data.num_common',
                               'data.num_classes', 'data.band_width', 'model.temperature',
                               'model.init_scale', 'opt.lr', 'salience.num_components',
-                              'salience.lr', 'salience.temperature', 'salience.steps',
-                              'train.steps', 'train.eval_every', 'train.checkpoint_every',
-                              'train.steps_per_dispatch')
+                              'salience.lr', 'salience.temperature', 'salience.steps')
+  config_lib.require_train_schedule(config)
   num_context = config.data.num_distinct + config.data.num_common
   config_lib.require(config.data.dim > num_context, 'data.dim', config.data.dim,
                      f'must exceed the {num_context} contextual tokens (one more for the query)')

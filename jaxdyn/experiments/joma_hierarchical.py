@@ -74,9 +74,8 @@ def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
 def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.check_fields(config, default_config())
   config_lib.require_positive(config, 'num_seeds', 'data.num_classes', 'data.num_children',
-                              'data.n0', 'data.n1', 'data.batch_size', 'model.d_model', 'opt.lr',
-                              'train.steps', 'train.eval_every', 'train.checkpoint_every',
-                              'train.steps_per_dispatch')
+                              'data.n0', 'data.n1', 'data.batch_size', 'model.d_model', 'opt.lr')
+  config_lib.require_train_schedule(config)
   config_lib.require_nonnegative(config, 'opt.wd')
   config_lib.require(config.data.vocab_size >= 3, 'data.vocab_size', config.data.vocab_size,
                      'must be >= 3')

@@ -124,9 +124,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
                      "the ridge top layer (model.top='ridge') is the minimiser of the squared loss: "
                      "use loss='mse'")
   config_lib.require_positive(config, 'num_seeds', 'model.hidden', 'model.ridge_eta', 'opt.lr',
-                              'sweep.lr', 'sweep.c', 'train.steps', 'train.eval_every',
-                              'train.checkpoint_every', 'train.keep_checkpoints',
-                              'train.steps_per_dispatch')
+                              'sweep.lr', 'sweep.c')
+  config_lib.require_train_schedule(config)
   config_lib.require_nonnegative(config, 'opt.wd', 'sweep.wd')
 
 

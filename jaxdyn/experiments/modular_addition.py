@@ -96,9 +96,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.require_choice(config, 'loss', model_lib.LOSSES)
   config_lib.require(not config.analysis.fourier or config.data.operation == 'add', 'analysis.fourier',
                      config.analysis.fourier, 'the Fourier analysis (CoGS) is for data.operation=add')
-  config_lib.require_positive(config, 'num_seeds', 'model.hidden', 'opt.lr', 'sweep.lr',
-                              'train.steps', 'train.eval_every', 'train.checkpoint_every',
-                              'train.keep_checkpoints', 'train.steps_per_dispatch')
+  config_lib.require_positive(config, 'num_seeds', 'model.hidden', 'opt.lr', 'sweep.lr')
+  config_lib.require_train_schedule(config)
   config_lib.require_nonnegative(config, 'opt.wd', 'sweep.wd', 'data.batch_size')
   num_train = int(round(config.data.train_fraction * config.data.modulus ** 2))
   config_lib.require(num_train >= 1, 'data.train_fraction', config.data.train_fraction,

@@ -96,9 +96,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
   config_lib.require_positive(config, 'num_seeds', 'data.num_entities', 'data.num_pairs',
                               'data.batch_size', 'model.num_layers', 'model.d_model',
-                              'model.num_heads', 'opt.lr', 'train.steps', 'train.eval_every',
-                              'train.checkpoint_every', 'train.keep_checkpoints',
-                              'train.steps_per_dispatch')
+                              'model.num_heads', 'opt.lr')
+  config_lib.require_train_schedule(config)
   config_lib.require_nonnegative(config, 'opt.wd')
   config_lib.require(0 < config.data.train_fraction < 1, 'data.train_fraction',
                      config.data.train_fraction, 'must be in (0, 1): some pairs must be held out')

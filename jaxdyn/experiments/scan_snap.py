@@ -93,8 +93,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.require_positive(
       config, 'num_seeds', 'data.num_common', 'data.num_distinct_per_next', 'data.num_last',
       'data.num_next_per_last', 'data.batch_size', 'opt.lr_z', 'opt.lr_y_ratio', 'sweep.lr_z',
-      'sweep.lr_y_ratio', 'train.steps', 'train.eval_every', 'train.checkpoint_every',
-      'train.keep_checkpoints', 'train.steps_per_dispatch')
+      'sweep.lr_y_ratio')
+  config_lib.require_train_schedule(config)
   config_lib.require(config.data.seq_len >= 2, 'data.seq_len', config.data.seq_len,
                      'must be >= 2 (at least one context token and the query)')
   config_lib.require(0 <= config.opt.momentum < 1, 'opt.momentum', config.opt.momentum,
