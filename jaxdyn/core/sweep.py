@@ -20,7 +20,3 @@ def grid(seeds: Sequence[int], **axes: Sequence[float]) -> dict[str, np.ndarray]
   out['seed'] = np.asarray([r[-1] for r in rows], np.int32)
   return out
 
-
-def member(hparams: Mapping[str, np.ndarray], i: int) -> dict[str, np.ndarray]:
-  """The hyperparameters of member i as a sweep of one (its arrays keep a leading axis of size 1)."""
-  return {k: v[i:i + 1] for k, v in hparams.items()}
