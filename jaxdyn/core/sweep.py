@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 
