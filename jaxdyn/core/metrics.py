@@ -43,7 +43,11 @@ def _clean(value: Any) -> Any:
 class MetricWriter:
   """JSONL always; TensorBoard event files when `tensorboard` is true."""
 
-  def __init__(self, workdir: str, members: Sequence[Mapping[str, Any]], tensorboard: bool = True):
+  def __init__(self, workdir: str, members: Sequence[Mapping[str, Any]], tensorboard: bool = True,
+               resumed_from: int | None = None):
+    """`resumed_from`: the restored step of a resumed run. TensorBoard is then told, by a
+    `SessionLog.START` event at the next step, to purge the events an interrupted run wrote after it
+    (the JSONL is cut back by `truncate_after`); otherwise both runs' curves would overlap."""
     self.path = os.path.join(workdir, METRICS_FILE)
     self.members = list(members)
     self._file = open(self.path, 'a', encoding='utf-8')
@@ -52,6 +56,10 @@ class MetricWriter:
       for i, member in enumerate(self.members):
         name = '_'.join(f'{k}={v}' for k, v in member.items()) or f'member{i}'
         self._tb.append(EventFileWriter(os.path.join(workdir, 'tensorboard', name)))
+        if resumed_from is not None:
+          self._tb[-1].add_event(event_pb2.Event(
+              wall_time=time.time(), step=int(resumed_from) + 1,
+              session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
 
   def write(self, step: int, member: int, scalars: Mapping[str, Any]) -> None:
     record = {'step': int(step), 'member': member, **self.members[member]}

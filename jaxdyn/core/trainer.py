@@ -262,7 +262,8 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
     history_prefix = _read_history(workdir, step0, len(members))
   step = int(jax.device_get(state['step']))
 
-  writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard)
+  writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,
+                                    resumed_from=step if restored is not None else None)
   progress = metrics_lib.Progress(schedule.steps, step, schedule.progress_every_secs)
   history = _History(writer, progress, checkpointer, members)
   if history_prefix is not None:
