@@ -109,3 +109,58 @@ def salience_dynamics(w_star_M: jax.Array, w0: float, lr: float, temperature: fl
 def pooled_best_match_ncorr(hidden_BxTxH: jax.Array, indicators_BxL: jax.Array) -> jax.Array:
   """Table 1 NCorr of a layer: hidden activations max-pooled over positions, then best_match_ncorr."""
   return best_match_ncorr(hidden_BxTxH.max(axis=1), indicators_BxL)
+
+
+# Linear case (φ(x) = x), exp attention: the erf relation between components.
+#
+# Derived here (the statement of JoMA's Theorem 2 could not be retrieved; see docs/transformers.md).
+# One hidden node h = Σ_m v_m b_m with exp attention b_m = x_m e^{z_m} and a constant back-propagated
+# gradient g (JoMA's Assumption 1), trained on L = −g h. Gradient flow gives v̇_m = η g x_m e^{z_m},
+# ż_m = v_m v̇_m, so z_m − v_m²/2 is conserved (Theorem 1, exp case, T = 1), and from zero init
+# v̇_m = η Δ_m e^{v_m²/2} with Δ_m = g x_m. Integrating e^{−v²/2} dv = η Δ_m dt:
+#   √(π/2) erf(v_m(t)/√2) = η Δ_m t   for every m,
+# so erf(v_m/√2)/Δ_m is the same for all m. The most salient component (largest Δ) reaches
+# erf = 1, i.e. v → ∞, at t* = √(π/2)/(η Δ_max); every other component stays bounded by
+# √2 erf⁻¹(Δ_m/Δ_max).
+
+
+def linear_case_loss(params: dict, x_M: jax.Array, g: float) -> jax.Array:
+  """L = −g Σ_m v_m x_m e^{z_m}: one node, linear activation, exp attention, fixed gradient g."""
+  return -g * (params['v'] * x_M * jnp.exp(params['z'])).sum()
+
+
+def linear_case_training(x_M: jax.Array, g: float, lr: float, steps: int) -> dict:
+  """SGD (jax.grad of `linear_case_loss`) from v = z = 0; returns the paths {'v', 'z'}: (steps+1) × M."""
+  grad = jax.grad(linear_case_loss)
+
+  def step(params, _):
+    updates = grad(params, x_M, g)
+    params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
+    return params, params
+
+  init = {'v': jnp.zeros_like(x_M), 'z': jnp.zeros_like(x_M)}
+  _, path = jax.lax.scan(step, init, None, length=steps)
+  return jax.tree.map(lambda p0, p: jnp.concatenate([p0[None], p]), init, path)
+
+
+def erf_ratio(v_M: jax.Array, delta_M: jax.Array) -> jax.Array:
+  """erf(v_m/√2) / Δ_m: the same for every m under the linear-case dynamics (= η t √(2/π))."""
+  return jax.scipy.special.erf(v_M / jnp.sqrt(2.0)) / delta_M
+
+
+def erf_bounded_limit(delta_M: jax.Array) -> jax.Array:
+  """√2 erf⁻¹(Δ_m / Δ_max): where each component stops when the most salient one diverges (∞ for it)."""
+  ratio = delta_M / delta_M.max()
+  return jnp.where(ratio < 1, jnp.sqrt(2.0) * jax.scipy.special.erfinv(jnp.minimum(ratio, 1 - 1e-7)),
+                   jnp.inf)
+
+
+def erf_blowup_time(delta_M: jax.Array, lr: float) -> jax.Array:
+  """t* = √(π/2) / (η Δ_max), in steps of size η: when the most salient component diverges."""
+  return jnp.sqrt(jnp.pi / 2) / (lr * delta_M.max())
+
+
+def erf_closed_form(delta_M: jax.Array, lr: float, t) -> jax.Array:
+  """v_m(t) = √2 erf⁻¹(√(2/π) η Δ_m t) for t < t*: T × M (NaN where the argument reaches 1)."""
+  arg = jnp.sqrt(2 / jnp.pi) * lr * jnp.asarray(t, delta_M.dtype)[:, None] * delta_M[None]
+  return jnp.where(arg < 1, jnp.sqrt(2.0) * jax.scipy.special.erfinv(jnp.minimum(arg, 1.0)), jnp.nan)

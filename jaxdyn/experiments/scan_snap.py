@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
 import ml_collections
 import numpy as np
 
+from jaxdyn.analysis import scan_snap as theory
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import figures
 from jaxdyn.core import sweep as sweep_lib
@@ -44,7 +45,9 @@ def default_config() -> ml_collections.ConfigDict:
   c.model = ml_collections.ConfigDict(dict(zero_init=False, residual=False))
   c.opt = ml_collections.ConfigDict(dict(lr_z=1.0, lr_y_ratio=1.0, momentum=0.9))
   c.sweep = ml_collections.ConfigDict(dict(lr_z=(), lr_y_ratio=()))   # lists: each value × each seed
-  c.eval = ml_collections.ConfigDict(dict(keep_composition=False))    # K × M per member per eval
+  c.eval = ml_collections.ConfigDict(dict(
+      keep_composition=False,      # c_{n,l}: K × M per member per eval
+      keep_query_logits=False))    # Z[ψ(n), :]: K × M per member per eval (Theorem 4's B_n)
   c.train = ml_collections.ConfigDict(dict(
       steps=100, eval_every=1, checkpoint_every=100, keep_checkpoints=1, steps_per_dispatch=100,
       progress_every_secs=10.0, tensorboard=False))
@@ -52,7 +55,7 @@ def default_config() -> ml_collections.ConfigDict:
   return c
 
 
-VARIANTS = ('default', 'tiny', 'fig4', 'fig6')
+VARIANTS = ('default', 'tiny', 'fig4', 'fig6', 'thm4')
 
 
 def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
@@ -63,6 +66,10 @@ def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
   fig4     Fig. 4: zero init, η_Z = η_Y = 1, seed 2, composition kept every iteration
   fig6     one num_last of Fig. 6 (set data.num_last): num_next_per_last 2, η_Z ∈ {0.5, 1, 2, 3},
            η_Y/η_Z ∈ {1, 2, 5, 10}, seeds 1–10, default init, 100 iterations
+  thm4     Theorem 4's setting: one common token, one query token shared by K = 10 next tokens,
+           zero init, plain SGD (momentum 0: the theorem is gradient flow), η_Z ∈ {0.5, 1, 2},
+           η_Y/η_Z ∈ {1, 5, 10}, 300 iterations, Z[ψ(n), :] kept every step
+           (launch/scan_snap_thm4.py compares the measured B_n(t) with the prediction)
   """
   config = default_config()
   variant = variant or 'default'
@@ -82,6 +89,14 @@ def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
     config.data.num_next_per_last = 2
     config.sweep.lr_z = (0.5, 1.0, 2.0, 3.0)
     config.sweep.lr_y_ratio = (1.0, 2.0, 5.0, 10.0)
+  elif variant == 'thm4':
+    config.model.zero_init = True
+    config.data.update(num_common=1, num_last=1, num_next_per_last=10)
+    config.opt.momentum = 0.0
+    config.sweep.lr_z = (0.5, 1.0, 2.0)
+    config.sweep.lr_y_ratio = (1.0, 5.0, 10.0)
+    config.eval.keep_query_logits = True
+    config.train.update(steps=300, eval_every=1, checkpoint_every=300, steps_per_dispatch=300)
   elif variant != 'default':
     raise ValueError(f'unknown variant {variant!r}; valid: {", ".join(VARIANTS)}')
   return config
@@ -119,6 +134,8 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   task = task_of(config)
   hparams = sweep_hparams(config)
   residual, keep_composition = config.model.residual, config.eval.keep_composition
+  keep_query_logits = config.eval.keep_query_logits
+  query_tokens = np.asarray(task.query_tokens())
 
   def init_params(key, hp):
     del hp
@@ -139,6 +156,10 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
            'distinct_entropy': model_lib.distinct_attention_entropy(task, params['Z'])}
     if keep_composition:
       out['composition'] = model_lib.token_composition(task, params['Z'])
+    if keep_query_logits:
+      out['query_logits'] = params['Z'][query_tokens]
+      gamma_iota, _, xi, fit_residual = theory.gradient_decomposition(task, params['Z'], params['Y'])
+      out.update(gamma_iota=gamma_iota, xi=xi, decomposition_residual=fit_residual)
     return out
 
   def make_optimizer(hp):

@@ -1,0 +1,201 @@
+"""Scan and Snap (Tian et al., NeurIPS 2023), Sec. 6 / App. F: Theorem 4's B_n(t) and its measurement.
+
+The statement (arXiv 2305.16380v4, Theorem 4, Eqs. 13-14 and App. F, Eqs. 118-133). With one common
+token l shared by all K next tokens, one query token m, and the approximations of Sec. 6
+(normalisers of f_n constant = ρ0, β_nn' ≈ f_nᵀf_n' ≈ e^{2 z_ml}/ρ0², 1 − f_nᵀf_n' ≈ 1):
+
+  ż_ml = −C0⁻¹ η_Z γ(t) e^{4 z_ml},     ξ_n(t) = C0⁻¹ γ(t) e^{4 z_ml},     C0 = ρ0⁴ / K,
+
+  B_n(t) := η_Z ∫_0^t ξ_n = ¼ ln(C0 + 4Γ(t)),   Γ(t) := η_Z ∫_0^t γ = η_Z K (M−1)² h²(t/K) / (2 η_Y),
+
+where γ(t) = (M−1)² h(t/K) / (M − 1 + e^{M h(t/K)}) is Theorem 1's speed-control coefficient and
+h solves e^{M h} + (M−1) M h = M η_Y s + 1 (Lemma 6, Eq. 45). Eq. 14 then gives the two regimes
+
+  t < t0' = K ln M / η_Y:           B_n ≈ ¼ ln(C0 + 2(M−1)² η_Y η_Z t² / (K M²))        (scan)
+  t ≥ t0  = 2(1+o(1)) K ln M / η_Y:  B_n ≈ ¼ ln(C0 + 2K(M−1)² η_Z ln²(M η_Y t/K) / (M² η_Y))  (snap)
+
+Note on the constant: the definite integral of ξ_n from 0 (with z_ml(0) = 0) is
+¼ ln((C0 + 4Γ)/C0), which is 0 at t = 0; the printed Eq. 124 keeps ¼ ln(C0 + 4Γ), i.e. adds the
+constant ¼ ln C0. The functions here return the definite integral (B_n(0) = 0) and say so.
+
+Measured B_n. Lemma 4 (T → ∞) gives, for a distinct token l of n (f_n'l = 0 for n' ≠ n),
+ż_ml = η_Z f_nl² ξ_n exactly: one scalar ξ_n drives every distinct token of n, each weighted by
+f_nl². So B_n(t) = Σ_steps Σ_l Δz_ml / Σ_l f_nl² (pooled over the distinct tokens of n) is measured
+from the logits alone, without Sec. 6's approximations; it is what bounds Theorem 3's growth factor
+(e^{2 f²_nl0(0) B_n} ≤ χ_l0 ≤ e^{2 B_n}). Under Theorem 4's own hypothesis B_n = z_ml(0) − z_ml(t)
+for the common token l, which is the second measurement.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdyn.data.scan_snap import ScanSnapTask
+
+
+def h_of_s(s, num_tokens: int, lr_y: float, iterations: int = 60) -> np.ndarray:
+  """h(s) of Lemma 6 (Eq. 45): the root of e^{M h} + (M−1) M h = M η_Y s + 1, for s ≥ 0.
+
+  The left side is convex and increasing in h; Newton's method started at
+  h = ln(M η_Y s + 1) / M (where the left side is ≥ the right) converges monotonically.
+  """
+  s = np.asarray(s, np.float64)
+  m = float(num_tokens)
+  rhs = m * lr_y * s + 1.0
+  h = np.log(rhs) / m
+  for _ in range(iterations):
+    value = np.exp(m * h) + (m - 1.0) * m * h - rhs
+    h = h - value / (m * np.exp(m * h) + (m - 1.0) * m)
+  return np.maximum(h, 0.0)
+
+
+def speed_control(t, num_tokens: int, num_next: int, lr_y: float) -> np.ndarray:
+  """γ(t) = (M−1)² h(t/K) / (M − 1 + e^{M h(t/K)})  (Theorem 1, App. D Lemma 9)."""
+  m = float(num_tokens)
+  h = h_of_s(np.asarray(t, np.float64) / num_next, num_tokens, lr_y)
+  return (m - 1.0) ** 2 * h / (m - 1.0 + np.exp(m * h))
+
+
+def c0_of_task(task: ScanSnapTask) -> float:
+  """C0 = ρ0⁴ / K with ρ0 = ‖p(·|n)‖₂ / p(l|n) at z = 0 (Sec. 6: f_nᵀ f_n' ≈ e^{2 z_ml} / ρ0²).
+
+  Theorem 4's setting has a single common token; refused otherwise.
+  """
+  if task.num_common != 1:
+    raise ValueError(f'Theorem 4 assumes one common token; the task has {task.num_common}.')
+  p = task.context_probs()[0]
+  rho0 = np.linalg.norm(p) / p[0]
+  return float(rho0 ** 4 / task.num_next)
+
+
+def predicted_b(t, *, num_tokens: int, num_next: int, lr_y: float, lr_z: float,
+                c0: float) -> np.ndarray:
+  """B_n(t) = ¼ ln(1 + 4Γ(t)/C0) with Γ = η_Z K (M−1)² h²(t/K) / (2 η_Y)  (App. F, Eqs. 124-129).
+
+  The exact integral of Theorem 4's hypothesis for any t (h from Eq. 45), with B_n(0) = 0.
+  """
+  m = float(num_tokens)
+  h = h_of_s(np.asarray(t, np.float64) / num_next, num_tokens, lr_y)
+  big_gamma = lr_z * num_next * (m - 1.0) ** 2 * h ** 2 / (2.0 * lr_y)
+  return 0.25 * np.log1p(4.0 * big_gamma / c0)
+
+
+def transition_times(num_tokens: int, num_next: int, lr_y: float) -> tuple[float, float]:
+  """(t0', t0) = (K ln M / η_Y, 2 K ln M / η_Y): end of scanning, start of snapping (Eq. 14, o(1) = 0)."""
+  t0_prime = num_next * np.log(num_tokens) / lr_y
+  return float(t0_prime), float(2.0 * t0_prime)
+
+
+def predicted_b_regimes(t, *, num_tokens: int, num_next: int, lr_y: float, lr_z: float,
+                        c0: float) -> tuple[np.ndarray, np.ndarray]:
+  """Eq. 14's two closed forms (each minus ¼ ln C0 so that B_n(0) = 0), evaluated at every t.
+
+  Returns (scan, snap): the t < t0' and t ≥ t0 branches; each is meant for its own range only.
+  The snap branch is set to 0 where M η_Y t / K < 1 (its logarithm is negative there).
+  """
+  t = np.asarray(t, np.float64)
+  m, k = float(num_tokens), float(num_next)
+  scan = 0.25 * np.log1p(2.0 * (m - 1.0) ** 2 * lr_y * lr_z * t ** 2 / (k * m ** 2) / c0)
+  log_term = np.log(np.maximum(m * lr_y * t / k, 1.0))
+  snap = 0.25 * np.log1p(2.0 * k * (m - 1.0) ** 2 * lr_z * log_term ** 2 / (m ** 2 * lr_y) / c0)
+  return scan, snap
+
+
+def composition_features(task: ScanSnapTask, z_query_KxM: np.ndarray) -> np.ndarray:
+  """f_n = c_n / ‖c_n‖₂ with c_n ∝ p(·|n) e^{Z[ψ(n), ·]} (Eq. 7; T → ∞), for each n: K × M."""
+  logits = np.log(np.maximum(task.context_probs(), 1e-300)) + z_query_KxM
+  logits = np.where(task.context_probs() > 0, logits, -np.inf)
+  c = np.exp(logits - logits.max(axis=-1, keepdims=True))
+  return c / np.linalg.norm(c, axis=-1, keepdims=True)
+
+
+def gradient_decomposition(task: ScanSnapTask, z_MxM: jax.Array, y_MxM: jax.Array):
+  """Theorem 1's coefficients from the model's own parameters (jit-able, T → ∞ features).
+
+  For each next token n the back-propagated gradient g_n is written
+  g_n = γ(ι_n f_n − Σ_{n'≠n} β_nn' f_n') (Eq. 9) by least squares on the columns of F
+  (our logits are Y f, so the paper's Y is our Yᵀ and g_n = Yᵀ(e_n − α_n)).
+  Returns (γι_n: K, γβ: K × K with a zero diagonal, ξ_n = Σ_{n'≠n} γβ_nn' f_nᵀ f_n': K,
+  relative residual of the fit: K).
+  """
+  p_KxM = jnp.asarray(task.context_probs(), z_MxM.dtype)
+  logits = jnp.where(p_KxM > 0, jnp.log(jnp.maximum(p_KxM, 1e-30)) + z_MxM[task.query_tokens()],
+                     -jnp.inf)
+  c = jax.nn.softmax(logits, axis=-1)
+  f_KxM = c / jnp.linalg.norm(c, axis=-1, keepdims=True)
+  alpha_KxM = jax.nn.softmax(f_KxM @ y_MxM.T, axis=-1)
+  targets_KxM = jax.nn.one_hot(task.next_tokens(), task.num_tokens, dtype=z_MxM.dtype)
+  g_KxM = (targets_KxM - alpha_KxM) @ y_MxM                     # row n: Yᵀ(e_n − α_n)
+  gram_KxK = f_KxM @ f_KxM.T
+  coef_KxK = jnp.linalg.solve(gram_KxK, f_KxM @ g_KxM.T).T       # row n: coefficients of g_n
+  eye = jnp.eye(task.num_next, dtype=z_MxM.dtype)
+  gamma_iota = jnp.diagonal(coef_KxK)
+  gamma_beta = -coef_KxK * (1 - eye)
+  xi = (gamma_beta * gram_KxK).sum(-1)
+  residual = jnp.linalg.norm(g_KxM - coef_KxK @ f_KxM, axis=-1) / jnp.linalg.norm(g_KxM, axis=-1)
+  return gamma_iota, gamma_beta, xi, residual
+
+
+def measured_b_distinct(task: ScanSnapTask, z_query_TxKxM: np.ndarray) -> np.ndarray:
+  """B_n(t) from the distinct tokens: Σ_{s<t} Σ_l Δz_ml(s) / Σ_l f_nl(s)², for every step t: T × K.
+
+  `z_query_TxKxM[t, n]` is the row Z[ψ(n), :] after t updates (logged every step, plain SGD so that
+  Δz(s) is the gradient step taken at s).
+  """
+  z = np.asarray(z_query_TxKxM, np.float64)
+  distinct = task.distinct_tokens()                                   # K × D
+  rows = np.arange(task.num_next)[:, None]
+  dz_TxKxD = np.diff(z, axis=0)[:, rows, distinct]
+  f = np.stack([composition_features(task, zt) for zt in z[:-1]])     # (T−1) × K × M
+  f2_TxKxD = f[:, rows, distinct] ** 2
+  increments = dz_TxKxD.sum(-1) / f2_TxKxD.sum(-1)
+  return np.concatenate([np.zeros((1, task.num_next)), np.cumsum(increments, axis=0)])
+
+
+def measured_b_common(task: ScanSnapTask, z_query_TxKxM: np.ndarray) -> np.ndarray:
+  """B_n(t) under Theorem 4's hypothesis ż_ml = −η_Z ξ_n: z_ml(0) − z_ml(t) of the common token: T × K."""
+  if task.num_common != 1:
+    raise ValueError(f'Theorem 4 assumes one common token; the task has {task.num_common}.')
+  z_common = np.asarray(z_query_TxKxM, np.float64)[:, :, 0]
+  return z_common[0] - z_common
+
+
+def b_curves(task: ScanSnapTask, steps, z_query_TxKxM: np.ndarray, *, lr_z: float,
+             lr_y: float, xi_TxK: np.ndarray | None = None) -> dict[str, np.ndarray]:
+  """Measured and predicted B_n(t) of one run, all in the units of Theorem 3 (ż_ml = f_nl² dB_n/dt).
+
+  A mean-gradient SGD step over a batch with the K classes in equal shares moves Z by
+  (η_Z / K) Σ_n (class-n term), while Lemma 4 writes η_Z Σ_n (class-n term) per unit time and
+  Theorem 1's γ(t) counts time in samples (h(t/K)). In steps of this SGD the theorem's B_n is
+  therefore the formula with η_Z / K (`predicted`); `predicted_as_printed` keeps η_Z. Likewise the
+  common-token logit collects all K classes' terms, so its fall is divided by K (`common`).
+
+  Returns (every curve has one value per entry of `steps`):
+    distinct            B_n from the distinct tokens, mean over n       (`measured_b_distinct`)
+    distinct_spread     max − min over n of the same
+    definition          (η_Z / K) Σ_{s<t} ξ_n(s), ξ_n from `gradient_decomposition` (if xi_TxK given)
+    common              (z_ml(0) − z_ml(t)) / K of the single common token
+    predicted           Theorem 4 (exact integral, Eq. 129) with η_Z / K
+    predicted_as_printed  the same with η_Z
+    scan, snap          Eq. 14's two branches (with η_Z / K)
+  """
+  k, m = task.num_next, task.num_tokens
+  c0 = c0_of_task(task)
+  distinct = measured_b_distinct(task, z_query_TxKxM)
+  kwargs = dict(num_tokens=m, num_next=k, lr_y=lr_y, c0=c0)
+  scan, snap = predicted_b_regimes(steps, lr_z=lr_z / k, **kwargs)
+  out = {}
+  if xi_TxK is not None:
+    xi = np.asarray(xi_TxK, np.float64).mean(1)
+    out['definition'] = np.concatenate([[0.0], np.cumsum(lr_z / k * xi[:-1] * np.diff(steps))])
+  return out | {
+      'distinct': distinct.mean(1),
+      'distinct_spread': distinct.max(1) - distinct.min(1),
+      'common': measured_b_common(task, z_query_TxKxM).mean(1) / k,
+      'predicted': predicted_b(steps, lr_z=lr_z / k, **kwargs),
+      'predicted_as_printed': predicted_b(steps, lr_z=lr_z, **kwargs),
+      'scan': scan,
+      'snap': snap,
+  }

@@ -1,0 +1,150 @@
+"""Tests of Scan & Snap's Theorem 4 prediction and its measurement (jaxdyn.analysis.scan_snap)."""
+
+import tempfile
+
+from absl.testing import absltest
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxdyn.analysis import scan_snap as theory
+from jaxdyn.data.scan_snap import ScanSnapTask
+from jaxdyn.experiments import scan_snap
+
+
+def _rk4(rate, y0, t_grid):
+  """Classical RK4 of dy/dt = rate(t, y) on t_grid (float64 numpy)."""
+  ys = [np.asarray(y0, np.float64)]
+  for t, t_next in zip(t_grid[:-1], t_grid[1:]):
+    dt, y = t_next - t, ys[-1]
+    k1 = rate(t, y)
+    k2 = rate(t + dt / 2, y + dt / 2 * k1)
+    k3 = rate(t + dt / 2, y + dt / 2 * k2)
+    k4 = rate(t + dt, y + dt * k3)
+    ys.append(y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
+  return np.array(ys)
+
+
+class TheoremFourTest(absltest.TestCase):
+  M, K, LR_Y, LR_Z, C0 = 112, 10, 2.0, 0.7, 2.35
+
+  def test_h_solves_eq45_and_lemma6_ode(self):
+    s = np.linspace(0, 200, 4001)
+    h = theory.h_of_s(s, self.M, self.LR_Y)
+    np.testing.assert_allclose(np.exp(self.M * h) + (self.M - 1) * self.M * h,
+                               self.M * self.LR_Y * s + 1, rtol=1e-10)
+    ode = _rk4(lambda t, y: self.LR_Y / (self.M - 1 + np.exp(self.M * y)), 0.0, s)
+    np.testing.assert_allclose(h, ode, rtol=1e-6, atol=1e-9)
+
+  def test_closed_form_equals_integrated_common_token_dynamics(self):
+    # Theorem 4's hypothesis: ż = −C0⁻¹ η_Z γ(t) e^{4z}, ξ = C0⁻¹ γ e^{4z}, so B = η_Z ∫ξ = −z.
+    t = np.linspace(0, 400, 2001)
+    gamma = lambda s: float(theory.speed_control(s, self.M, self.K, self.LR_Y))
+    z = _rk4(lambda s, y: -self.LR_Z * gamma(s) * np.exp(4 * y) / self.C0, 0.0, t)
+    predicted = theory.predicted_b(t, num_tokens=self.M, num_next=self.K, lr_y=self.LR_Y,
+                                   lr_z=self.LR_Z, c0=self.C0)
+    np.testing.assert_allclose(predicted, -z, rtol=1e-5, atol=1e-8)
+    self.assertEqual(predicted[0], 0.0)
+
+  def test_eq14_branches_approximate_the_exact_integral_in_their_ranges(self):
+    t0_prime, t0 = theory.transition_times(self.M, self.K, self.LR_Y)
+    kwargs = dict(num_tokens=self.M, num_next=self.K, lr_y=self.LR_Y, lr_z=self.LR_Z, c0=self.C0)
+    early = np.linspace(1, t0_prime / 10, 20)
+    scan, _ = theory.predicted_b_regimes(early, **kwargs)
+    np.testing.assert_allclose(scan, theory.predicted_b(early, **kwargs), rtol=0.05)
+    late = np.array([1e3, 1e4, 1e6]) * t0
+    _, snap = theory.predicted_b_regimes(late, **kwargs)
+    exact = theory.predicted_b(late, **kwargs)
+    self.assertTrue(np.all(np.abs(snap / exact - 1) < 0.1), (snap, exact))
+    # The scan branch keeps growing like ln t where the exact B_n has slowed to ln ln t.
+    scan_late, _ = theory.predicted_b_regimes(late, **kwargs)
+    self.assertTrue(np.all(scan_late > 1.5 * exact))
+
+  def test_c0_of_the_one_common_token_task(self):
+    task = ScanSnapTask(num_common=1, num_last=1, num_next_per_last=4)
+    p = np.concatenate([[1.0], np.linspace(0.1, 1, 10)]) / 6.5
+    self.assertAlmostEqual(theory.c0_of_task(task), (np.linalg.norm(p) / p[0]) ** 4 / 4)
+    with self.assertRaises(ValueError):
+      theory.c0_of_task(ScanSnapTask(num_common=2))
+
+
+class MeasurementTest(absltest.TestCase):
+  task = ScanSnapTask(num_common=1, num_last=1, num_next_per_last=3, num_distinct_per_next=4)
+
+  def test_measured_b_distinct_recovers_the_driving_rate(self):
+    # Build z with ż_ml = f_nl² δ_n(t) on the distinct tokens (Lemma 4), the common logit falling.
+    rng = np.random.default_rng(0)
+    k, m = self.task.num_next, self.task.num_tokens
+    delta = rng.uniform(0.0, 0.05, size=(60, k))
+    z = np.zeros((61, m))
+    for t in range(60):
+      f = theory.composition_features(self.task, np.repeat(z[t][None], k, 0))
+      z[t + 1] = z[t]
+      for n in range(k):
+        distinct = self.task.distinct_tokens()[n]
+        z[t + 1, distinct] += f[n, distinct] ** 2 * delta[t, n]
+      z[t + 1, 0] -= delta[t].mean()
+    z_query = np.repeat(z[:, None], k, 1)
+    np.testing.assert_allclose(theory.measured_b_distinct(self.task, z_query)[1:],
+                               np.cumsum(delta, 0), rtol=1e-10)
+    np.testing.assert_allclose(theory.measured_b_common(self.task, z_query)[:, 0],
+                               np.concatenate([[0], np.cumsum(delta.mean(1))]), rtol=1e-10)
+
+  def test_decomposition_gives_lemma4_distinct_token_rate(self):
+    # With g_n in span(F) (Y built from F), Lemma 4 says ∂L/∂Z[m, l] = −(1/K) f_nl² ξ_n for a
+    # distinct token l of n, where L is the T → ∞ loss averaged over the K classes.
+    task, k, m = self.task, self.task.num_next, self.task.num_tokens
+    key_z, key_b = jax.random.split(jax.random.key(3))
+    with jax.enable_x64(True):
+      q = int(task.query_tokens()[0])
+      z = jnp.zeros((m, m)).at[q].set(0.3 * jax.random.normal(key_z, (m,), jnp.float64))
+      p_KxM = jnp.asarray(task.context_probs())
+      mask = p_KxM > 0
+
+      def features(z):
+        logits = jnp.where(mask, jnp.log(jnp.where(mask, p_KxM, 1.0)) + z[q][None], -jnp.inf)
+        c = jax.nn.softmax(logits, -1)
+        return c / jnp.linalg.norm(c, axis=-1, keepdims=True)
+
+      f_KxM = features(z)
+      y = (jax.random.normal(key_b, (k, m), jnp.float64).T @ f_KxM)          # Yᵀ = Fᵀ… in span F
+      gamma_iota, gamma_beta, xi, residual = theory.gradient_decomposition(task, z, y)
+      self.assertLess(float(residual.max()), 1e-10)
+
+      def loss(z):
+        return optax.softmax_cross_entropy_with_integer_labels(
+            features(z) @ y.T, jnp.asarray(task.next_tokens())).mean()
+
+      grad_z = jax.grad(loss)(z)
+      distinct = task.distinct_tokens()
+      expected = -(f_KxM[jnp.arange(k)[:, None], distinct] ** 2) * xi[:, None] / k
+      np.testing.assert_allclose(grad_z[q][distinct], expected, rtol=1e-8, atol=1e-14)
+      self.assertEqual(gamma_beta.shape, (k, k))
+      self.assertTrue(np.all(np.diag(np.asarray(gamma_beta)) == 0))
+      self.assertEqual(gamma_iota.shape, (k,))
+
+  def test_experiment_logs_what_the_measurement_needs(self):
+    config = scan_snap.get_config('tiny')
+    config.data.update(num_common=1, num_last=1, num_next_per_last=2, seq_len=64, batch_size=64)
+    config.eval.keep_query_logits = True
+    config.opt.momentum = 0.0
+    config.train.update(eval_every=1)
+    result = scan_snap.train_and_evaluate(config, tempfile.mkdtemp())
+    task = scan_snap.task_of(config)
+    z = result.history['eval/query_logits']
+    self.assertEqual(z.shape, (13, 4, task.num_next, task.num_tokens))
+    curves = theory.b_curves(task, result.history['step'], z[:, 0], lr_z=0.5, lr_y=0.5,
+                             xi_TxK=result.history['eval/xi'][:, 0])
+    for name in ('distinct', 'definition', 'common', 'predicted', 'predicted_as_printed'):
+      self.assertEqual(curves[name].shape, (13,))
+      self.assertEqual(curves[name][0], 0.0)
+    # From zero init the common token loses attention (on average over members; 12 noisy steps) and the prediction grows.
+    common = [theory.b_curves(task, result.history['step'], z[:, i], lr_z=0.5, lr_y=0.5)['common'][-1]
+              for i in range(z.shape[1])]
+    self.assertGreater(np.mean(common), 0.0, common)
+    self.assertTrue(np.all(np.diff(curves['predicted']) > 0))
+
+
+if __name__ == '__main__':
+  absltest.main()
