@@ -27,12 +27,22 @@ class CleaningTest(parameterized.TestCase):
 
   def test_words_and_vocab(self):
     words = text.split_words("The LORD's house; the house, the end.")
-    self.assertEqual(words, ['the', "lord's", 'house', ';', 'the', 'house', ',', 'the', 'end', '.'])
+    self.assertEqual(words, ['the', 'lord', "'s", 'house', ';', 'the', 'house', ',', 'the', 'end',
+                             '.'])
     vocab = text.WordVocab.from_words(words, size=3)
     self.assertEqual(vocab.words, (text.UNKNOWN_WORD, 'the', 'house'))
     tokens = vocab.encode(['the', 'end', 'house'])
     np.testing.assert_array_equal(tokens, [1, 0, 2])
     self.assertEqual(vocab.decode(tokens), ['the', text.UNKNOWN_WORD, 'house'])
+
+  def test_possessives_and_punctuation(self):
+    raw = "The sons’ wives, (Moses’ rod) and Aaron’s end-time: ye're"
+    self.assertEqual(text.split_words(raw),
+                     ['the', 'sons', "'", 'wives', ',', '(', 'moses', "'", 'rod', ')', 'and', 'aaron',
+                      "'s", 'end', '-', 'time', ':', "ye're"])
+    self.assertEqual(text.split_words(raw, punctuation=False),
+                     ['the', 'sons', 'wives', 'moses', 'rod', 'and', 'aaron', "'s", 'end', 'time',
+                      "ye're"])
 
   def test_byte_tokens_round_trip(self):
     tokens = text.byte_tokens('Amen — amen')
@@ -75,6 +85,11 @@ class SplitTest(parameterized.TestCase):
     self.assertEqual(words.vocab_size, 500)
     self.assertEqual(words.vocab.words[:3], (text.UNKNOWN_WORD, ',', 'the'))
     self.assertGreater(len(words.train), 15 * len(words.held_out))
+    self.assertIn("'s", words.vocab.words)
+    self.assertFalse(any("'s" in w and w != "'s" for w in words.vocab.words))   # split off
+    bare = text.kjv_splits('words', vocab_size=500, punctuation=False)
+    self.assertFalse(set(bare.vocab.words) & {',', '.', ';', ':', '?', "'"})
+    self.assertLess(len(bare.train) + len(bare.held_out), len(words.train) + len(words.held_out))
     with self.assertRaisesRegex(ValueError, 'tokenizer'):
       text.kjv_splits('sentencepiece')
 

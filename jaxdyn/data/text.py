@@ -24,7 +24,8 @@ UNKNOWN_WORD = '<unk>'
 _VERSE_NUMBER = re.compile(r'(?<!\d)\d+\.(?: |(?=\())')
 _BRACKETS = re.compile(r'[\[\]]')
 _SPACES = re.compile(r'[ \t]+')
-_WORD = re.compile(r"[A-Za-z'’]+|[^\sA-Za-z'’]")
+_CLITIC = re.compile(r"(?<=[a-z])'(?=s\b)|(?<=s)'(?![a-z])")   # lord's → lord 's; sons' → sons '
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)*|'s\b|[^\sa-z]")
 
 
 def clean_kjv_text(raw: str) -> str:
@@ -54,9 +55,19 @@ def byte_tokens(text: str) -> np.ndarray:
   return np.frombuffer(text.encode('utf-8'), np.uint8).astype(np.int32)
 
 
-def split_words(text: str) -> list[str]:
-  """Lower-cased words (letters and apostrophes) and single punctuation marks."""
-  return _WORD.findall(text.lower())
+def split_words(text: str, punctuation: bool = True) -> list[str]:
+  """Lower-cased words, with possessive clitics and punctuation marks as tokens of their own.
+
+  Curly apostrophes are straightened; a possessive is split off its word ("lord's" → "lord", "'s";
+  "sons'" → "sons", "'"), as word-level language-model tokenisers do, so that the vocabulary holds
+  each name once. Every other non-letter character is a one-character token (, . ; : ? ! ( ) -);
+  with `punctuation=False` those tokens (and the bare possessive "'") are dropped.
+  """
+  text = _CLITIC.sub(" '", text.lower().replace('\u2019', "'"))
+  words = _WORD.findall(text)
+  if not punctuation:
+    words = [w for w in words if w[0].isalpha() or w == "'s"]
+  return words
 
 
 class WordVocab(NamedTuple):
@@ -93,18 +104,18 @@ def held_out_split(tokens: np.ndarray, held_out_fraction: float) -> tuple[np.nda
 
 
 def kjv_splits(tokenizer: str = 'bytes', vocab_size: int = 4096,
-               held_out_fraction: float = 0.05) -> TextSplits:
+               held_out_fraction: float = 0.05, punctuation: bool = True) -> TextSplits:
   """King James Bible tokens with the last `held_out_fraction` held out (the end of Revelation).
 
   tokenizer: 'bytes' (vocab 256) or 'words' (the top `vocab_size − 1` training words + unknown; the
-  vocabulary is built from the training part only).
+  vocabulary is built from the training part only; `punctuation` as in `split_words`).
   """
   text = load_kjv_text()
   if tokenizer == 'bytes':
     train, held_out = held_out_split(byte_tokens(text), held_out_fraction)
     return TextSplits(train, held_out, BYTE_VOCAB_SIZE, None)
   if tokenizer == 'words':
-    words = split_words(text)
+    words = split_words(text, punctuation)
     boundary = len(held_out_split(np.arange(len(words)), held_out_fraction)[0])
     vocab = WordVocab.from_words(words[:boundary], vocab_size)
     return TextSplits(vocab.encode(words[:boundary]), vocab.encode(words[boundary:]),
