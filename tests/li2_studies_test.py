@@ -21,6 +21,22 @@ class TransitionTest(absltest.TestCase):
     np.testing.assert_allclose(list(means.values()), [0.3, 1.0])
 
 
+  def test_boundary_by_learning_rate_separates_shifted_curves(self):
+    cs = [3.0, 3.5, 4.0, 4.5]
+    curves = {0.001: [[0.0, 0.9, 1.0, 1.0], [0.1, 0.3, 1.0, 1.0]],   # per seed
+              0.005: [[0.0, 0.1, 0.3, 1.0], [0.0, 0.0, 0.7, 1.0]]}
+    rows = [{'lr': lr, 'seed': s, 'c': c, 'test_accuracy': a}
+            for lr, seeds in curves.items() for s, accs in enumerate(seeds) for c, a in zip(cs, accs)]
+    b = studies.boundary_by(rows, 'lr')
+    np.testing.assert_allclose(b[0.001]['c_star_per_seed'],
+                               [studies.transition_c(cs, curves[0.001][0]),
+                                studies.transition_c(cs, curves[0.001][1])])
+    self.assertLess(b[0.001]['c_star_mean'], 3.6)
+    self.assertGreater(b[0.005]['c_star_mean'], 3.9)
+    np.testing.assert_allclose(b[0.005]['mean_test_accuracy'], [0.0, 0.05, 0.5, 1.0])
+    self.assertAlmostEqual(b[0.005]['c_star_of_mean_curve'], 4.0, places=6)
+
+
 class StagesTest(absltest.TestCase):
 
   def test_stage_two_reaches_the_predicted_maximum_of_its_irrep(self):
