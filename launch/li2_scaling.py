@@ -73,6 +73,11 @@ def main(argv):
     studies.plot_heatmap(table, os.path.join(out, f'lr_boundary_{name}.png'), row_name='lr',
                          col_name='c = n / (M ln M)', title=title)
     studies.plot_boundary_curves(rows, os.path.join(out, f'lr_curves_{name}.png'), title=title)
+    lr_cs = sorted(float(c) for c in _LR_CS.value)
+    mid = lr_cs[len(lr_cs) // 2]
+    studies.plot_trajectories(
+        studies.trajectories(os.path.join(out, 'lr', name, 'metrics.jsonl')), mid,
+        os.path.join(out, f'lr_trajectories_{name}_c{mid:g}.png'), title=f'{title}, c = {mid:g}')
     boundary = studies.boundary_by(rows, 'lr')
     log[-1]['boundary_by_lr'] = {str(k): v for k, v in boundary.items()}
     print(f'lr boundary: {table}', flush=True)

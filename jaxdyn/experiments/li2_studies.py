@@ -119,6 +119,42 @@ def plot_boundary_curves(rows: list[dict], path: str, *, by: str = 'lr', title: 
   return path
 
 
+def trajectories(metrics_path: str, key: str = 'eval/test_accuracy') -> dict[tuple, tuple]:
+  """{(lr, c, seed): (steps, values)} of one metric from a sweep's metrics.jsonl."""
+  import json
+  out: dict[tuple, dict] = {}
+  with open(metrics_path) as f:
+    for line in f:
+      r = json.loads(line)
+      if key in r:
+        out.setdefault((r['lr'], r['c'], r['seed']), {})[r['step']] = r[key]
+  return {k: (np.asarray(sorted(v)), np.asarray([v[s] for s in sorted(v)])) for k, v in out.items()}
+
+
+def plot_trajectories(traj: dict[tuple, tuple], c: float, path: str, title: str = '') -> str:
+  """Test accuracy over steps at one c: a panel per seed, a line per learning rate."""
+  seeds = sorted({k[2] for k in traj if k[1] == c})
+  lrs = sorted({k[0] for k in traj if k[1] == c})
+  cols = min(4, len(seeds))
+  rows = -(-len(seeds) // cols)
+  fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, sharey=True)
+  for ax, seed in zip(axes.flat, seeds):
+    for lr in lrs:
+      steps, values = traj[(lr, c, seed)]
+      ax.plot(steps, values, label=f'lr {lr:g}')
+    ax.set(title=f'seed {seed}', xlabel='step', ylim=(0, 1.02))
+  axes[0, 0].set_ylabel('test accuracy')
+  axes[0, 0].legend(fontsize=7)
+  for ax in list(axes.flat)[len(seeds):]:
+    ax.axis('off')
+  fig.suptitle(title or f'c = {c:g}')
+  fig.tight_layout()
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return path
+
+
 def plot_heatmap(table: dict[tuple, float], path: str, *, row_name: str, col_name: str,
                  title: str) -> str:
   """A (row, col) → value table as an annotated heat-map."""
