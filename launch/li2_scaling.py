@@ -84,7 +84,8 @@ def main(argv):
     for lr, b in boundary.items():
       print(f'lr={lr:g}: c* per seed {np.round(b["c_star_per_seed"], 3).tolist()}, mean '
             f'{b["c_star_mean"]:.3f} ± {b["c_star_std"]:.3f}; c* of the mean curve '
-            f'{b["c_star_of_mean_curve"]:.3f}; mean acc {np.round(b["mean_test_accuracy"], 3).tolist()}',
+            f'{b["c_star_of_mean_curve"]:.3f} (0.9: {b["c_solved_of_mean_curve"]:.3f}); mean acc '
+            f'{np.round(b["mean_test_accuracy"], 3).tolist()}; seeds ≥ 0.9 {b["solved_fraction"]}',
             flush=True)
   _write(out, log)
 

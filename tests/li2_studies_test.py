@@ -35,6 +35,9 @@ class TransitionTest(absltest.TestCase):
     self.assertGreater(b[0.005]['c_star_mean'], 3.9)
     np.testing.assert_allclose(b[0.005]['mean_test_accuracy'], [0.0, 0.05, 0.5, 1.0])
     self.assertAlmostEqual(b[0.005]['c_star_of_mean_curve'], 4.0, places=6)
+    np.testing.assert_allclose(b[0.001]['solved_fraction'], [0.0, 0.5, 1.0, 1.0])
+    np.testing.assert_allclose(b[0.005]['solved_fraction'], [0.0, 0.0, 0.0, 1.0])
+    self.assertGreater(b[0.005]['c_solved_of_mean_curve'], b[0.001]['c_solved_of_mean_curve'])
 
 
 class StagesTest(absltest.TestCase):

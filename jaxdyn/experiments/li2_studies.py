@@ -76,10 +76,12 @@ def mean_over_seeds(rows: list[dict], key: str, by: tuple[str, ...]) -> dict[tup
   return {k: float(np.mean(v)) for k, v in sorted(groups.items())}
 
 
-def boundary_by(rows: list[dict], by: str = 'lr', level: float = 0.5) -> dict[float, dict]:
+def boundary_by(rows: list[dict], by: str = 'lr', level: float = 0.5,
+                solved: float = 0.9) -> dict[float, dict]:
   """Per value of `by` (e.g. each learning rate): the transition c* of every seed's own test-accuracy
-  curve over c (`transition_c`), their mean and spread, and c* of the seed-averaged curve. A boundary
-  that moves with `by` shows up as per-seed c* values that separate between its values."""
+  curve over c (`transition_c`), their mean and spread, c* of the seed-averaged curve (at `level` and at
+  `solved`), and per c the fraction of seeds whose test accuracy reaches `solved`. A boundary that moves
+  with `by` shows up as per-seed c* values that separate between its values."""
   out = {}
   for v in sorted({r[by] for r in rows}):
     mine = [r for r in rows if r[by] == v]
@@ -94,6 +96,9 @@ def boundary_by(rows: list[dict], by: str = 'lr', level: float = 0.5) -> dict[fl
               'c_star_mean': float(np.mean(finite)) if finite else np.nan,
               'c_star_std': float(np.std(finite)) if finite else np.nan,
               'c_star_of_mean_curve': transition_c(cs, [mean_curve[(c,)] for c in cs], level),
+              'c_solved_of_mean_curve': transition_c(cs, [mean_curve[(c,)] for c in cs], solved),
+              'solved_fraction': [float(np.mean([r['test_accuracy'] >= solved for r in mine
+                                                 if r['c'] == c])) for c in cs],
               'mean_test_accuracy': [mean_curve[(c,)] for c in cs]}
   return out
 
