@@ -40,6 +40,26 @@ class TransitionTest(absltest.TestCase):
     self.assertGreater(b[0.005]['c_solved_of_mean_curve'], b[0.001]['c_solved_of_mean_curve'])
 
 
+  def test_trajectories_read_a_sweeps_metrics(self):
+    import json
+    import os
+    import tempfile
+    tmp = tempfile.mkdtemp()
+    path = os.path.join(tmp, 'metrics.jsonl')
+    with open(path, 'w') as f:
+      for step in (0, 50, 100):
+        for seed in (0, 1):
+          f.write(json.dumps({'step': step, 'member': seed, 'c': 3.5, 'lr': 0.002, 'seed': seed,
+                              'eval/test_accuracy': step / 100 * (seed + 1) / 2}) + '\n')
+        f.write(json.dumps({'step': step, 'member': 9, 'norm/grads': 1.0}) + '\n')
+    traj = studies.trajectories(path)
+    self.assertEqual(sorted(traj), [(0.002, 3.5, 0), (0.002, 3.5, 1)])
+    steps, values = traj[(0.002, 3.5, 1)]
+    np.testing.assert_array_equal(steps, [0, 50, 100])
+    np.testing.assert_allclose(values, [0.0, 0.5, 1.0])
+    self.assertTrue(os.path.exists(studies.plot_trajectories(traj, 3.5, os.path.join(tmp, 't.png'))))
+
+
 class StagesTest(absltest.TestCase):
 
   def test_stage_two_reaches_the_predicted_maximum_of_its_irrep(self):
