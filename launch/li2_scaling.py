@@ -10,6 +10,7 @@ import os
 import time
 
 from absl import app, flags
+import numpy as np
 
 from jaxdyn.experiments import li2_grokking
 from jaxdyn.experiments import li2_studies as studies
@@ -24,6 +25,9 @@ _WIDTH = flags.DEFINE_float('width_per_MlnM', 0.83, 'q = round(r · M ln M).')
 _LR_M = flags.DEFINE_integer('lr_M', 0, 'M of the lr-boundary sweep (0: skip it).')
 _LR_CS = flags.DEFINE_list('lr_cs', ['3.5', '4.5', '6'], 'c values of the lr sweep.')
 _LRS = flags.DEFINE_list('lrs', ['0.001', '0.002', '0.005', '0.01'], 'Learning rates of the lr sweep.')
+_LR_LOSS = flags.DEFINE_enum('lr_loss', 'mse', ['mse', 'cross_entropy'],
+                             'Loss of the lr sweep (the reference script defaults to cross-entropy).')
+_LR_STEPS = flags.DEFINE_integer('lr_steps', 0, 'Steps of the lr sweep (0: --steps).')
 flags.mark_flags_as_required(['out'])
 
 
@@ -57,15 +61,32 @@ def main(argv):
                          col_name='c = n / (M ln M)',
                          title=f'final test accuracy, {top} top layer, {_STEPS.value} steps')
   if _LR_M.value:
+    steps = _LR_STEPS.value or _STEPS.value
     config = studies.scaling_config(_LR_M.value, 'gradient', [float(c) for c in _LR_CS.value],
-                                    seeds=_SEEDS.value, steps=_STEPS.value,
+                                    seeds=_SEEDS.value, steps=steps,
                                     width_per_MlnM=_WIDTH.value, lrs=[float(x) for x in _LRS.value])
-    rows = run(config, os.path.join(out, 'lr', f'Z{_LR_M.value}'), log)
+    config.loss = _LR_LOSS.value
+    name = f'Z{_LR_M.value}' + ('' if _LR_LOSS.value == 'mse' else f'_{_LR_LOSS.value}')
+    rows = run(config, os.path.join(out, 'lr', name), log)
     table = studies.mean_over_seeds(rows, 'test_accuracy', ('lr', 'c'))
-    studies.plot_heatmap(table, os.path.join(out, 'lr_boundary.png'), row_name='lr',
-                         col_name='c = n / (M ln M)',
-                         title=f'final test accuracy, Z{_LR_M.value}, Adam, {_STEPS.value} steps')
+    title = f'final test accuracy, Z{_LR_M.value}, Adam, {_LR_LOSS.value}, {steps} steps'
+    studies.plot_heatmap(table, os.path.join(out, f'lr_boundary_{name}.png'), row_name='lr',
+                         col_name='c = n / (M ln M)', title=title)
+    studies.plot_boundary_curves(rows, os.path.join(out, f'lr_curves_{name}.png'), title=title)
+    lr_cs = sorted(float(c) for c in _LR_CS.value)
+    mid = lr_cs[len(lr_cs) // 2]
+    studies.plot_trajectories(
+        studies.trajectories(os.path.join(out, 'lr', name, 'metrics.jsonl')), mid,
+        os.path.join(out, f'lr_trajectories_{name}_c{mid:g}.png'), title=f'{title}, c = {mid:g}')
+    boundary = studies.boundary_by(rows, 'lr')
+    log[-1]['boundary_by_lr'] = {str(k): v for k, v in boundary.items()}
     print(f'lr boundary: {table}', flush=True)
+    for lr, b in boundary.items():
+      print(f'lr={lr:g}: c* per seed {np.round(b["c_star_per_seed"], 3).tolist()}, mean '
+            f'{b["c_star_mean"]:.3f} ± {b["c_star_std"]:.3f}; c* of the mean curve '
+            f'{b["c_star_of_mean_curve"]:.3f} (0.9: {b["c_solved_of_mean_curve"]:.3f}); mean acc '
+            f'{np.round(b["mean_test_accuracy"], 3).tolist()}; seeds ≥ 0.9 {b["solved_fraction"]}',
+            flush=True)
   _write(out, log)
 
 

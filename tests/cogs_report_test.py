@@ -47,11 +47,31 @@ class ConstructionsTest(parameterized.TestCase):
     rows = {name: (width, mse) for name, width, mse in cogs_report.construction_rows(d)}
     self.assertEqual(rows['z_F6'][0], 3 * (d - 1))
     self.assertEqual(rows['z_F4/6, all order 4 (+1 offset node)'][0], 2 * (d - 1) + 1)
+    self.assertEqual(rows['z_F4/6, all but one order 4 (offset absorbed)'][0], 2 * (d - 1) + 2)
+    h = (d - 1) // 2
+    self.assertEqual(rows['z_F4/6, half order 4 (offset absorbed)'][0], 4 * ((h + 1) // 2) + 6 * (h // 2))
     self.assertEqual(rows['z_M (memorisation)'][0], d * d)
     for name, (_, mse) in rows.items():
       if name != 'all order 4 without the offset node':
         self.assertLess(mse, 1e-20, name)
     self.assertGreater(rows['all order 4 without the offset node'][1], 0.1)
+
+  def test_offset_absorption_of_constructions(self):
+    d = 13
+    ks = S.positive_frequencies(d)
+    absorbed = cogs_report.offset_absorption(S.to_weights(S.z_f46(d, ks[::2])))
+    self.assertEqual(absorbed['order4'], list(ks[::2]))
+    self.assertAlmostEqual(absorbed['order6_uniformity_at_order4'], 1.0, places=9)
+    self.assertGreater(absorbed['order6_abs_c_at_order4'], 0.05)
+    self.assertLess(absorbed['order4_abs_c_at_other_order4'], 1e-12)
+    # z_{ν=i} * z_ξ: (r_a + r_b)(z_ν) (r_a + r_b)(z_ξ) / r_kkk counted at ±k: 2 · 2 · 2(1 − i) / 4 → 2√2.
+    np.testing.assert_allclose(absorbed['order4_group_offset_over_r'], 2 * np.sqrt(2), rtol=1e-9)
+    self.assertLess(absorbed['network_offset_over_r'], 1e-12)
+    self.assertEqual(absorbed['live_nodes_outside_groups'], 0)
+    node = cogs_report.offset_absorption(S.to_weights(S.z_f46(d, ks[::2], offset='node')))
+    self.assertLess(node['order6_abs_c_at_order4'], 1e-12)
+    self.assertEqual(node['live_nodes_outside_groups'], 1)
+    self.assertLess(node['network_offset_over_r'], 1e-12)
 
   def test_occam_path_keeps_the_loss_and_lowers_the_norm(self):
     norms, max_mse = cogs_report.occam_norms(7, np.linspace(0, 1, 4))

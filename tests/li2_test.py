@@ -43,11 +43,50 @@ class StageOneTest(X64TestCase):
     jtu.check_grads(lambda F: li2.ridge_optimal_loss(F, Y, eta), (F,), order=1, modes=['rev'])
 
   def test_large_width_form_is_exact_for_scalar_gram_matrices(self):
-    _, Y = features_and_targets(n=8)
-    Q, _ = jnp.linalg.qr(jax.random.normal(jax.random.key(3), (8, 8)))
-    F = 1.7 * Q
-    np.testing.assert_allclose(li2.ridge_backprop_large_width(F, Y, 0.4),
-                               li2.ridge_backprop(F, Y, 0.4), rtol=1e-8, atol=1e-12)
+    # F̃ = √s · (orthonormal basis of 1⊥): F̃F̃ᵀ = sP₁⊥ and F̃ᵀF̃ = sI with K = n − 1, so Kc₁ = nc₂ = s.
+    n, s = 8, 2.9
+    _, Y = features_and_targets(n=n)
+    Y = li2.centre_samples(Y)
+    Q, _ = jnp.linalg.qr(li2.centre_samples(jax.random.normal(jax.random.key(3), (n, n - 1))))
+    F = jnp.sqrt(s) * Q
+    np.testing.assert_allclose(F @ F.T, s * (jnp.eye(n) - 1 / n), atol=1e-12)
+    for form in (li2.ridge_backprop_large_width, li2.ridge_backprop_lazy_limit):
+      np.testing.assert_allclose(form(F, Y, 0.4), li2.ridge_backprop(F, Y, 0.4), rtol=1e-8, atol=1e-12)
+
+  def test_lazy_limit_converges_as_width_grows_under_lemma_one(self):
+    # Lemma 1's setting: unit inputs with xᵢᵀxⱼ = ρ, w ~ N(0, I), σ = x². The K → ∞ form's error falls
+    # like √(n/K); the stated form has the right direction but is (Kc₁+η)/(nc₂+η) times too large.
+    n, rho, eta = 24, 0.3, 1.0
+    X = li2.constant_inner_product_inputs(n, rho)
+    np.testing.assert_allclose(X @ X.T, (1 - rho) * jnp.eye(n) + rho, atol=1e-12)
+    labels = jax.random.randint(jax.random.key(5), (n,), 0, 4)
+    Y = li2.centre_samples(jax.nn.one_hot(labels, 4, dtype=jnp.float64))
+    errs, cosines = [], []
+    for K in (96, 1536, 24576):
+      F = li2.centre_samples((X @ jax.random.normal(jax.random.key(K), (n + 1, K))) ** 2)
+      exact = li2.ridge_backprop(F, Y, eta)
+      errs.append(float(li2.relative_error(li2.ridge_backprop_lazy_limit(F, Y, eta), exact)))
+      stated = li2.ridge_backprop_large_width(F, Y, eta)
+      cosines.append(float(li2.cosine(stated, exact)))
+      c1, c2 = li2.lazy_constants(F)
+      np.testing.assert_allclose(c1, c2 * n / (n - 1), rtol=1e-12)
+    np.testing.assert_allclose(c1, li2.quadratic_lazy_c1(rho), rtol=0.1)
+    self.assertTrue(np.all(np.diff(errs) < 0), errs)
+    self.assertLess(errs[-1], 0.1)
+    self.assertLess(errs[-1], 0.4 * errs[0])      # 16× the width: ≈ 1/4 of the error
+    self.assertGreater(cosines[-1], 0.99)
+    ratio = float(jnp.linalg.norm(stated) / jnp.linalg.norm(exact))
+    np.testing.assert_allclose(ratio, (24576 * c1 + eta) / (n * c2 + eta), rtol=0.1)
+
+  def test_large_width_forms_are_exact_as_eta_grows(self):
+    # η ≫ ‖F̃‖²: G_F → ỸỸᵀF̃/η, and both forms tend to it whatever K and n.
+    F, Y = features_and_targets(n=12, K=7)
+    F, Y = li2.centre_samples(F), li2.centre_samples(Y)
+    for form in (li2.ridge_backprop_large_width, li2.ridge_backprop_lazy_limit):
+      errs = [float(li2.relative_error(form(F, Y, eta), li2.ridge_backprop(F, Y, eta)))
+              for eta in (1e2, 1e4, 1e6)]
+      self.assertLess(errs[2], 1e-3)
+      self.assertLess(errs[2], errs[0] / 1e3)
 
   def test_backprop_vanishes_in_the_three_limits(self):
     F, Y = features_and_targets(n=10, K=20)

@@ -85,6 +85,28 @@ class ConstructionTest(parameterized.TestCase):
     z = S.z_f46(d, S.positive_frequencies(d))
     without = S.Net(*(p[:, :-1] for p in z))
     self.assertGreater(S.all_pairs_mse(S.to_weights(without)), 1e-3)
+    self.assertGreater(np.abs(S.output_offset(without)).max(), 0.1)
+    np.testing.assert_allclose(S.output_offset(z), 0, atol=1e-12)
+    with self.assertRaises(ValueError):
+      S.z_f46(d, S.positive_frequencies(d), offset='absorb')
+    # An order-4 group can cancel no offset itself: neither extra output weights nor constant
+    # embeddings on its 4 nodes leave the input-dependent terms untouched.
+    self.assertEqual(S.order4_absorption_rank(), (4, 4))
+    self.assertEqual(S.order4_absorption_rank(np.exp(0.3j)), (4, 4))
+
+  @parameterized.parameters(5, 9, 13, RANDOM_ODD_D)
+  def test_an_order6_group_absorbs_the_order4_offset(self, d):
+    ks = S.positive_frequencies(d)
+    for order4 in (ks[1:], ks[::2], ks[:1]):
+      z = S.z_f46(d, order4, xi=np.exp(0.9j), alpha=np.exp(0.2j), beta=np.exp(-0.7j))
+      self.assertEqual(z.width, 4 * len(order4) + 6 * (len(ks) - len(order4)))
+      self.assertLess(S.all_pairs_mse(S.to_weights(z)), 1e-20, msg=f'd={d}, order 4 at {order4}')
+      node = S.z_f46(d, order4, xi=np.exp(0.9j), alpha=np.exp(0.2j), beta=np.exp(-0.7j), offset='node')
+      self.assertEqual(node.width, z.width + 1)
+      self.assertLess(S.all_pairs_mse(S.to_weights(node)), 1e-20)
+      # Without the absorbed component the same nodes leave the offset (and a non-zero loss).
+      bare = S.Net(z.Z_a, z.Z_b, node.Z_c[:, :-1])
+      self.assertGreater(S.all_pairs_mse(S.to_weights(bare)), 1e-3)
 
   def test_occam_path_keeps_loss_and_lowers_norm(self):
     d = 5

@@ -47,12 +47,14 @@ def table2_markdown(rows: list[dict]) -> str:
 
 def construction_rows(d: int) -> list[tuple[str, int, float]]:
   """(name, width, MSE on all d² pairs) of the constructed global optimisers at odd modulus d
-  (CoGS Sec. 5), and of the all-order-4 network without its constant offset node (`S.offset_node`)."""
+  (CoGS Sec. 5), and of the all-order-4 network without its constant offset node (`S.offset_node`).
+  Mixed order-4/6 networks cancel the order-4 offset inside an order-6 group (`S.absorb_offset`)."""
   ks = S.positive_frequencies(d)
   all_order4 = S.z_f46(d, ks)
   nets = {'z_F6': S.z_f6(d),
           'z_F4/6, all order 4 (+1 offset node)': all_order4,
-          'z_F4/6, half order 4 (+1 offset node)': S.z_f46(d, ks[::2]),
+          'z_F4/6, all but one order 4 (offset absorbed)': S.z_f46(d, ks[1:]),
+          'z_F4/6, half order 4 (offset absorbed)': S.z_f46(d, ks[::2]),
           'z_F4/6, no order 4': S.z_f46(d, []),
           'z_M (memorisation)': S.z_memorise(d),
           'all order 4 without the offset node': S.Net(*(p[:, :-1] for p in all_order4))}
@@ -65,3 +67,41 @@ def occam_norms(d: int, ts) -> tuple[np.ndarray, float]:
   on the path (zero: the loss is constant along it)."""
   nets, norms = S.occam_path(S.z_f6(d), [2 ** (-1 / 3)] * 2, ts)
   return norms, max(S.all_pairs_mse(S.to_weights(z)) for z in nets)
+
+
+def offset_absorption(params, threshold: float = 0.05) -> dict:
+  """How a trained network cancels the order-4 output offset (see `S.absorb_offset`).
+
+  Groups are the nodes with |Z_a[k, j]| > threshold at frequency k (the solution order's nodes). Returns
+  the mean |Z_c| of the order-6 groups' nodes at their own frequency and at the order-4 frequencies, the
+  uniformity |mean_j z_c| / mean_j |z_c| of the latter (1: the uniform component of `absorb_offset`), the
+  order-4 groups' mean |Z_c| at the other order-4 frequencies, each order-4 group's own offset
+  |Σ_j power_j z_{c k j}| relative to its r_kkk, the whole network's offset relative to the mean r_kkk,
+  and the number of nodes outside every group that carry weight (max |W| > 1e-3)."""
+  z = S.from_weights({k: np.asarray(v, np.float64) for k, v in params.items()})
+  d = z.Z_a.shape[0]
+  mag = np.abs(z.Z_a)
+  groups = {k: np.nonzero(mag[k] > threshold)[0] for k in S.positive_frequencies(d)}
+  order4 = [int(k) for k, g in groups.items() if len(g) == 4]
+  order6 = [int(k) for k, g in groups.items() if len(g) == 6]
+  power = S.node_power(z).real
+  r_kkk = {k: abs(np.sum(z.Z_a[k, g] * z.Z_b[k, g] * z.Z_c[k, g])) for k, g in groups.items()}
+  cross6 = [z.Z_c[k4, groups[k6]] for k6 in order6 for k4 in order4]
+  grouped = np.zeros(z.width, bool)
+  for g in groups.values():
+    grouped[g] = True
+  weights = np.concatenate([np.abs(params['W_a']), np.abs(params['W_b']), np.abs(params['W_c']).T])
+  return {
+      'order4': order4, 'order6': order6,
+      'order6_own_abs_c': float(np.mean([np.abs(z.Z_c[k, groups[k]]).mean() for k in order6]))
+      if order6 else np.nan,
+      'order6_abs_c_at_order4': float(np.mean([np.abs(c).mean() for c in cross6])) if cross6 else np.nan,
+      'order6_uniformity_at_order4': float(np.mean([abs(c.mean()) / np.abs(c).mean() for c in cross6]))
+      if cross6 else np.nan,
+      'order4_abs_c_at_other_order4': float(np.mean(
+          [np.abs(z.Z_c[k, groups[k4]]).mean() for k4 in order4 for k in order4 if k != k4]))
+      if len(order4) > 1 else np.nan,
+      'order4_group_offset_over_r': [float(abs(z.Z_c[k, groups[k]] @ power[groups[k]]) / r_kkk[k])
+                                     for k in order4],
+      'network_offset_over_r': float(np.abs(S.output_offset(z)).max() / np.mean(list(r_kkk.values()))),
+      'live_nodes_outside_groups': int(np.sum(weights.max(axis=0)[~grouped] > 1e-3))}

@@ -45,13 +45,60 @@ def ridge_backprop(F, Y, eta):
   return eta * AY @ (AY.T @ F)
 
 
-def ridge_backprop_large_width(F, Y, eta):
-  """Large-width form G_F ≈ η/((Kc₁ + η)(nc₂ + η)) ỸỸᵀF̃ (Li2 Sec. 4.1), with F̃F̃ᵀ ≈ Kc₁ I and
-  F̃ᵀF̃ ≈ nc₂ I; c₁, c₂ are estimated from the diagonals. Exact when both Gram matrices are scalar."""
+def centre_samples(F):
+  """F̃ = P₁⊥F: each hidden node's activations with their mean over the n samples removed."""
+  return F - jnp.mean(F, axis=0, keepdims=True)
+
+
+def lazy_constants(F):
+  """(c₁, c₂) of Li2's large-width form for centred features F̃ (n, K): F̃F̃ᵀ ≈ K c₁ P₁⊥ (P₁⊥ = I − 11ᵀ/n,
+  trace n − 1) and diag(F̃ᵀF̃) ≈ n c₂. Both are read off the same trace ‖F̃‖², so c₁ = c₂ · n/(n − 1):
+  the two factors of the formula differ by K against n, not by their constants."""
   n, K = F.shape
-  c1 = jnp.trace(F @ F.T) / (n * K)
-  c2 = jnp.trace(F.T @ F) / (K * n)
+  energy = jnp.sum(F * F)
+  return energy / (K * (n - 1)), energy / (n * K)
+
+
+def quadratic_lazy_c1(rho):
+  """c₁ of σ(x) = x² on unit-norm inputs with xᵢᵀxⱼ = ρ (i ≠ j) and w ~ N(0, I) (Li2 Lemma 1's setting):
+  E[σ(u)²] = 3 and E[σ(u)σ(v)] = 1 + 2ρ² give FFᵀ → K((2 − 2ρ²)I + (1 + 2ρ²)11ᵀ), so c₁ = 2(1 − ρ²)."""
+  return 2.0 * (1.0 - rho ** 2)
+
+
+def constant_inner_product_inputs(n, rho):
+  """n unit-norm inputs in R^{n+1} with xᵢᵀxⱼ = ρ for i ≠ j: xᵢ = √(1−ρ) eᵢ + √ρ e₀."""
+  return jnp.concatenate([jnp.sqrt(1 - rho) * jnp.eye(n), jnp.full((n, 1), jnp.sqrt(rho))], axis=1)
+
+
+def ridge_backprop_large_width(F, Y, eta, c1=None, c2=None):
+  """Li2's stated large-width form G_F ≈ η/((Kc₁ + η)(nc₂ + η)) ỸỸᵀF̃ (Lemma 1: K large, w ~ N(0, I),
+  xᵢᵀxⱼ = ρ), assuming F̃F̃ᵀ ≈ Kc₁I and F̃ᵀF̃ ≈ nc₂I at once. Exact when both Gram matrices are scalar
+  (n − 1 = K); for K ≫ n its direction is right but its size is (Kc₁ + η)/(nc₂ + η) ≈ K/n times too large,
+  see `ridge_backprop_lazy_limit`. c₁, c₂ default to `lazy_constants(F)`; F must be centred."""
+  n, K = F.shape
+  d1, d2 = lazy_constants(F)
+  c1 = d1 if c1 is None else c1
+  c2 = d2 if c2 is None else c2
   return eta / ((K * c1 + eta) * (n * c2 + eta)) * Y @ (Y.T @ F)
+
+
+def ridge_backprop_lazy_limit(F, Y, eta, c1=None):
+  """The K → ∞ limit of G_F under Lemma 1's assumptions: F̃F̃ᵀ → Kc₁P₁⊥ and Ỹ = P₁⊥Ỹ give
+  (F̃F̃ᵀ + ηI)^{-1}Ỹ → Ỹ/(Kc₁ + η); with the push-through identity F̃(F̃ᵀF̃ + ηI)^{-1} = (F̃F̃ᵀ + ηI)^{-1}F̃
+  the right factor is the same, so G_F → η/(Kc₁ + η)² ỸỸᵀF̃. Relative error O(√(n/K)); F must be centred."""
+  K = F.shape[1]
+  c1 = lazy_constants(F)[0] if c1 is None else c1
+  return eta / (K * c1 + eta) ** 2 * Y @ (Y.T @ F)
+
+
+def relative_error(approx, exact):
+  """‖approx − exact‖_F / ‖exact‖_F."""
+  return jnp.linalg.norm(approx - exact) / jnp.linalg.norm(exact)
+
+
+def cosine(a, b):
+  """⟨a, b⟩_F / (‖a‖‖b‖): 1 when an approximation has the exact direction whatever its size."""
+  return jnp.sum(a * b) / (jnp.linalg.norm(a) * jnp.linalg.norm(b))
 
 
 def ridge_backprop_norms(F, Y, etas):

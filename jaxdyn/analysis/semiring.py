@@ -8,7 +8,7 @@ r(z) = Σ_j Π z_{p k j} is a ring homomorphism: r(z1 + z2) = r(z1) + r(z2), r(z
 Zero MSE (σ = x², zero-mean output and target) holds iff, for every output frequency k ≠ 0,
   r_{kkk} = 1/(2d); every other r_{k1 k2 k} with k1, k2 ≠ 0 vanishes; the a-only and b-only terms
   r_{p k1 k2 k} vanish for k1 + k2 ≠ 0; and Σ_{k1} (r_{a,k1,-k1,k} + r_{b,k1,-k1,k}) = 0
-(the last is the input-independent output offset). The constructors return networks in the paper's
+(the last is the input-independent output offset, `output_offset`). The constructors return networks in the paper's
 units (r_{kkk} = 1); `to_weights` applies the (2d)^{-1/3} per-layer scale that turns them into weights.
 """
 from typing import NamedTuple
@@ -174,30 +174,86 @@ def z_f6(d, nus=None):
   return scale(ring_sum(terms), 6 ** (-1 / 3))
 
 
-def z_f46(d, order4_frequencies, xi=np.exp(1j * np.pi / 4), alpha=1.0, beta=1.0):
+def z_f46(d, order4_frequencies, xi=np.exp(1j * np.pi / 4), alpha=1.0, beta=1.0, offset='auto'):
   """Mixed order-4/6 network: z_{ν=i} * z_ξ * y_k at `order4_frequencies` (scaled 4^{-1/3}), and
-  z_{ν=i} * z_{syn,αβ} * y_k (scaled 6^{-1/3}) elsewhere, plus one constant-input node cancelling the
-  output offset Σ_j (|z_a|² + |z_b|²) z_c that the order-4 form leaves (see `offset_node`)."""
-  terms = []
+  z_{ν=i} * z_{syn,αβ} * y_k (scaled 6^{-1/3}) elsewhere.
+
+  The order-4 groups leave an input-independent output Σ_j (|z_a|² + |z_b|²) z_c at their frequency.
+  `offset='absorb'` cancels it with a uniform output component on the nodes of the order-6 groups
+  (`absorb_offset`), at no extra width: 4·#order4 + 6·#order6 nodes; this is what gradient-descent
+  solutions do. `offset='node'` adds one constant-input node instead (`offset_node`), the only option
+  when every frequency is order 4 (width 2(d − 1) + 1). 'auto': absorb when an order-6 group exists."""
+  if offset not in ('auto', 'absorb', 'node'):
+    raise ValueError(f"offset must be 'auto', 'absorb' or 'node', got {offset!r}")
+  order4 = set(int(k) for k in order4_frequencies)
+  terms, order6_nodes, width = [], [], 0
   for k in positive_frequencies(d):
-    if k in set(order4_frequencies):
+    if k in order4:
       terms.append(scale(z_nu(d, 1j) * z_xi(d, xi) * y(d, k), 4 ** (-1 / 3)))
     else:
       terms.append(scale(z_nu(d, 1j) * z_syn_ab(d, alpha, beta) * y(d, k), 6 ** (-1 / 3)))
+      order6_nodes.extend(range(width, width + terms[-1].width))
+    width += terms[-1].width
   z = ring_sum(terms)
-  return z + offset_node(z) if len(order4_frequencies) else z
+  if not order4:
+    return z
+  if offset == 'absorb' and not order6_nodes:
+    raise ValueError('offset="absorb" needs at least one order-6 frequency to absorb the offset into')
+  if offset == 'node' or not order6_nodes:
+    return z + offset_node(z)
+  return absorb_offset(z, np.asarray(order6_nodes))
+
+
+def node_power(z):
+  """Σ_{k1} z_{p k1 j} z_{p,-k1,j} summed over p ∈ {a, b}, per node: the input-independent part of
+  σ(h_j) = h_j² averaged over inputs (each input side's mean square)."""
+  d = z.Z_a.shape[0]
+  neg = (-np.arange(d)) % d
+  return (z.Z_a * z.Z_a[neg]).sum(0) + (z.Z_b * z.Z_b[neg]).sum(0)
+
+
+def output_offset(z):
+  """(d,) output spectrum of the input-independent term Σ_j power_j z_{c k j} (k = 0 excluded: the
+  centred loss ignores it). Zero loss needs it to vanish at every k ≠ 0."""
+  offset = z.Z_c @ node_power(z)
+  offset[0] = 0
+  return offset
+
+
+def absorb_offset(z, nodes):
+  """Cancels z's output offset with a uniform output component c'_k on `nodes`, the nodes of order-6
+  groups z_{ν=i} * z_{syn(,αβ)} * y_{k'} (all of them: the same c'_k on each): each such group has Σ_j a_j b_j = Σ_j a_j b̄_j = Σ_j a_j² =
+  Σ_j b_j² = 0 at ±k' (the ν = i factor zeroes each of them) and Σ_j power_j ≠ 0, so a uniform c'_k
+  adds only a constant Σ_j power_j c'_k at output k and no input-dependent term."""
+  power = node_power(z)
+  Z_c = z.Z_c.copy()
+  Z_c[:, nodes] -= output_offset(z)[:, None] / power[nodes].sum()
+  return Net(z.Z_a, z.Z_b, Z_c)
 
 
 def offset_node(z):
   """One node with constant embedding (z_{a0} = 1, z_b = 0) whose readout cancels the input-independent
   output Σ_j (Σ_{k1} z_{a k1 j} z_{a,-k1,j} + z_{b..}) z_{c k j} of z (the last zero-loss condition)."""
   d = z.Z_a.shape[0]
-  neg = (-np.arange(d)) % d
-  power = (z.Z_a * z.Z_a[neg]).sum(0) + (z.Z_b * z.Z_b[neg]).sum(0)  # Σ_{k1} z_{p k1} z_{p,-k1}, per node
-  offset = z.Z_c @ power  # (d,) output spectrum of the constant term (before the (2d)^{-1/3} scales)
   Z_a = np.zeros((d, 1), complex)
   Z_a[0] = 1
-  return Net(Z_a, np.zeros((d, 1), complex), -offset[:, None])
+  return Net(Z_a, np.zeros((d, 1), complex), -(z.Z_c @ node_power(z))[:, None])
+
+
+def order4_absorption_rank(xi=np.exp(1j * np.pi / 4)):
+  """Why an all-order-4 network needs one node more than 2(d − 1): ranks (out of 4, the group's node
+  count) of the conditions that an order-4 group z_{ν=i} * z_ξ would have to meet to cancel an offset
+  itself. (1) An extra output component c' on its nodes adds no input-dependent term iff c' ⟂ (a_j b_j,
+  a_j b̄_j, ā_j b_j, ā_j b̄_j, a_j², ā_j², b_j², b̄_j²); (2) real constant embeddings a₀ on its nodes add no
+  one-input term iff a₀ ⟂ (a_j c_j, ā_j c_j, b_j c_j, b̄_j c_j) (real and imaginary parts). Rank 4 in
+  both means only c' = 0 and a₀ = 0 qualify."""
+  g = z_nu(7, 1j) * z_xi(7, xi)
+  a, b, c = g.Z_a[1], g.Z_b[1], g.Z_c[1]
+  out = np.stack([a * b, a * np.conj(b), np.conj(a) * b, np.conj(a * b), a * a, np.conj(a * a), b * b,
+                  np.conj(b * b)])
+  dc = np.stack([a * c, np.conj(a) * c, b * c, np.conj(b) * c])
+  return (int(np.linalg.matrix_rank(out, tol=1e-10)),
+          int(np.linalg.matrix_rank(np.concatenate([dc.real, dc.imag]), tol=1e-10)))
 
 
 def z_memorise(d):

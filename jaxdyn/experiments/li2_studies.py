@@ -76,6 +76,90 @@ def mean_over_seeds(rows: list[dict], key: str, by: tuple[str, ...]) -> dict[tup
   return {k: float(np.mean(v)) for k, v in sorted(groups.items())}
 
 
+def boundary_by(rows: list[dict], by: str = 'lr', level: float = 0.5,
+                solved: float = 0.9) -> dict[float, dict]:
+  """Per value of `by` (e.g. each learning rate): the transition c* of every seed's own test-accuracy
+  curve over c (`transition_c`), their mean and spread, c* of the seed-averaged curve (at `level` and at
+  `solved`), and per c the fraction of seeds whose test accuracy reaches `solved`. A boundary that moves
+  with `by` shows up as per-seed c* values that separate between its values."""
+  out = {}
+  for v in sorted({r[by] for r in rows}):
+    mine = [r for r in rows if r[by] == v]
+    cs = sorted({r['c'] for r in mine})
+    per_seed = []
+    for seed in sorted({r['seed'] for r in mine}):
+      acc = {r['c']: r['test_accuracy'] for r in mine if r['seed'] == seed}
+      per_seed.append(transition_c(cs, [acc[c] for c in cs], level))
+    mean_curve = mean_over_seeds(mine, 'test_accuracy', ('c',))
+    finite = [x for x in per_seed if np.isfinite(x)]
+    out[v] = {'cs': cs, 'c_star_per_seed': per_seed,
+              'c_star_mean': float(np.mean(finite)) if finite else np.nan,
+              'c_star_std': float(np.std(finite)) if finite else np.nan,
+              'c_star_of_mean_curve': transition_c(cs, [mean_curve[(c,)] for c in cs], level),
+              'c_solved_of_mean_curve': transition_c(cs, [mean_curve[(c,)] for c in cs], solved),
+              'solved_fraction': [float(np.mean([r['test_accuracy'] >= solved for r in mine
+                                                 if r['c'] == c])) for c in cs],
+              'mean_test_accuracy': [mean_curve[(c,)] for c in cs]}
+  return out
+
+
+def plot_boundary_curves(rows: list[dict], path: str, *, by: str = 'lr', title: str = '') -> str:
+  """Final test accuracy over c, one line per value of `by` (seed mean, with every seed as dots)."""
+  fig, ax = plt.subplots(figsize=(6.5, 4.2))
+  for i, v in enumerate(sorted({r[by] for r in rows})):
+    mine = [r for r in rows if r[by] == v]
+    mean = mean_over_seeds(mine, 'test_accuracy', ('c',))
+    cs = [k[0] for k in mean]
+    line, = ax.plot(cs, list(mean.values()), 'o-', label=f'{by} = {v:g}')
+    jitter = 0.012 * (i - 1.5)
+    ax.plot([r['c'] + jitter for r in mine], [r['test_accuracy'] for r in mine], '.',
+            color=line.get_color(), alpha=0.5)
+  ax.axhline(0.5, color='gray', lw=0.5)
+  ax.set(xlabel='c = n / (M ln M)', ylabel='final test accuracy', title=title)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+  return path
+
+
+def trajectories(metrics_path: str, key: str = 'eval/test_accuracy') -> dict[tuple, tuple]:
+  """{(lr, c, seed): (steps, values)} of one metric from a sweep's metrics.jsonl."""
+  import json
+  out: dict[tuple, dict] = {}
+  with open(metrics_path) as f:
+    for line in f:
+      r = json.loads(line)
+      if key in r:
+        out.setdefault((r['lr'], r['c'], r['seed']), {})[r['step']] = r[key]
+  return {k: (np.asarray(sorted(v)), np.asarray([v[s] for s in sorted(v)])) for k, v in out.items()}
+
+
+def plot_trajectories(traj: dict[tuple, tuple], c: float, path: str, title: str = '') -> str:
+  """Test accuracy over steps at one c: a panel per seed, a line per learning rate."""
+  seeds = sorted({k[2] for k in traj if k[1] == c})
+  lrs = sorted({k[0] for k in traj if k[1] == c})
+  cols = min(4, len(seeds))
+  rows = -(-len(seeds) // cols)
+  fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, sharey=True)
+  for ax, seed in zip(axes.flat, seeds):
+    for lr in lrs:
+      steps, values = traj[(lr, c, seed)]
+      ax.plot(steps, values, label=f'lr {lr:g}')
+    ax.set(title=f'seed {seed}', xlabel='step', ylim=(0, 1.02))
+  axes[0, 0].set_ylabel('test accuracy')
+  axes[0, 0].legend(fontsize=7)
+  for ax in list(axes.flat)[len(seeds):]:
+    ax.axis('off')
+  fig.suptitle(title or f'c = {c:g}')
+  fig.tight_layout()
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return path
+
+
 def plot_heatmap(table: dict[tuple, float], path: str, *, row_name: str, col_name: str,
                  title: str) -> str:
   """A (row, col) → value table as an annotated heat-map."""
@@ -120,9 +204,9 @@ def task_features(M: int, widths, c: float, seed: int = 0):
 
 def stage_one(M: int = 23, c: float = 4.5, etas=tuple(10.0 ** np.arange(-6, 7)),
               widths=(16, 64, 256, 1024, 4096), eta_at_width: float = 1e-3, seed: int = 0) -> dict:
-  """‖G_F‖ over η (for the widest net) and over the width K (at `eta_at_width`), and
-  the relative error of the large-width formula ‖G_large - G_F‖ / ‖G_F‖ per K (Li2 Sec. 4.1), for the
-  quadratic net's features at initialisation and for Gaussian features."""
+  """‖G_F‖ over η (for the widest net) and over the width K (at `eta_at_width`), for the quadratic net's
+  features at initialisation and for Gaussian features; and the large-width forms against the exact G_F
+  (`stage_one_large_width`)."""
   feats, Y = task_features(M, widths, c, seed)
   n = Y.shape[0]
   out = {'M': M, 'c': c, 'n': n, 'etas': list(etas), 'widths': list(widths), 'eta_at_width': eta_at_width}
@@ -132,17 +216,49 @@ def stage_one(M: int = 23, c: float = 4.5, etas=tuple(10.0 ** np.arange(-6, 7)),
   out['gaussian_norm_over_width'] = np.asarray(li2.ridge_backprop_norms_over_width(
       jax.random.key(seed), Y, list(widths), eta_at_width)).tolist()
 
-  def rel_err(F, eta):
-    exact = li2.ridge_backprop(F, Y, eta)
-    return float(jnp.linalg.norm(li2.ridge_backprop_large_width(F, Y, eta) - exact)
-                 / jnp.linalg.norm(exact))
-  out['large_width_rel_err'] = {f'eta={eta:g}': [rel_err(F, eta) for F in feats]
-                                for eta in (eta_at_width, 1.0)}
-  out['large_width_rel_err_gaussian'] = {
-      f'eta={eta:g}': [rel_err(jax.random.normal(jax.random.fold_in(jax.random.key(seed), K),
-                                                 (n, K)), eta) for K in widths]
-      for eta in (eta_at_width, 1.0)}
+  out['large_width'] = stage_one_large_width(M=M, c=c, seed=seed)
   return out
+
+
+def _large_width_row(F, Y, eta) -> dict:
+  """Exact G_F against the stated form and the K → ∞ limit, for centred F̃ and Ỹ."""
+  exact = li2.ridge_backprop(F, Y, eta)
+  stated = li2.ridge_backprop_large_width(F, Y, eta)
+  lazy = li2.ridge_backprop_lazy_limit(F, Y, eta)
+  n, K = F.shape
+  c1, c2 = li2.lazy_constants(F)
+  return {'K': K, 'eta': eta, 'c1': float(c1), 'c2': float(c2),
+          'lazy_rel_err': float(li2.relative_error(lazy, exact)),
+          'stated_rel_err': float(li2.relative_error(stated, exact)),
+          'stated_cosine': float(li2.cosine(stated, exact)),
+          'stated_norm_ratio': float(jnp.linalg.norm(stated) / jnp.linalg.norm(exact)),
+          'predicted_norm_ratio': float((K * c1 + eta) / (n * c2 + eta))}
+
+
+def stage_one_large_width(M: int = 23, c: float = 4.5, widths=(64, 256, 1024, 4096, 16384),
+                          etas=(1e-3, 1.0, 1e3), rho: float = 0.3, n_rho: int = 64, labels_rho: int = 8,
+                          rho_widths=(64, 256, 1024, 4096, 16384, 65536), seed: int = 0) -> dict:
+  """Li2's large-width G_F against the exact one, in float64, features and targets centred over samples.
+
+  'constant_rho': Lemma 1's setting: n unit inputs with xᵢᵀxⱼ = ρ, w ~ N(0, I), σ = x², random labels
+  (c₁ → 2(1 − ρ²)). 'modular': the quadratic net's features at initialisation on n = c · M ln M pairs of
+  Z_M, whose inputs do not have constant inner products."""
+  rng = np.random.default_rng(seed)
+  with jax.enable_x64(True):
+    X = li2.constant_inner_product_inputs(n_rho, rho)
+    Y = np.eye(labels_rho)[rng.integers(0, labels_rho, n_rho)]
+    Y = jnp.asarray(Y - Y.mean(0))
+    const = []
+    for K in rho_widths:
+      W = jax.random.normal(jax.random.fold_in(jax.random.key(seed), K), (n_rho + 1, K), jnp.float64)
+      F = li2.centre_samples((X @ W) ** 2)
+      const += [_large_width_row(F, Y, eta) for eta in etas]
+    feats, Ym = task_features(M, widths, c, seed)
+    Ym = li2.centre_samples(jnp.asarray(Ym, jnp.float64))
+    modular = [_large_width_row(li2.centre_samples(jnp.asarray(F, jnp.float64)), Ym, eta)
+               for F in feats for eta in etas]
+  return {'rho': rho, 'n_rho': n_rho, 'c1_predicted': li2.quadratic_lazy_c1(rho), 'constant_rho': const,
+          'M': M, 'n_modular': int(Ym.shape[0]), 'modular': modular}
 
 
 def plot_stage_one(res: dict, path: str) -> str:
@@ -154,12 +270,16 @@ def plot_stage_one(res: dict, path: str) -> str:
   axes[1].loglog(res['widths'], res['gaussian_norm_over_width'], 's--', label='Gaussian F̃')
   axes[1].set(xlabel='width K', ylabel='‖G_F‖', title=f'K → ∞ (η={res["eta_at_width"]:g})')
   axes[1].legend()
-  for name, errs in res['large_width_rel_err'].items():
-    axes[2].loglog(res['widths'], errs, 'o-', label=f'net, {name}')
-  for name, errs in res['large_width_rel_err_gaussian'].items():
-    axes[2].loglog(res['widths'], errs, 's--', label=f'Gaussian, {name}')
-  axes[2].set(xlabel='width K', ylabel='relative error', title='large-width formula vs exact G_F')
-  axes[2].legend(fontsize=7)
+  lw = res['large_width']
+  for key, marker, label in (('constant_rho', 'o-', f'xᵢᵀxⱼ = {lw["rho"]}, n={lw["n_rho"]}'),
+                             ('modular', 's--', f'Z{lw["M"]}, n={lw["n_modular"]}')):
+    rows = [r for r in lw[key] if r['eta'] == 1.0]
+    axes[2].loglog([r['K'] for r in rows], [r['lazy_rel_err'] for r in rows], marker,
+                   label=f'η/(Kc₁+η)², {label}')
+    axes[2].loglog([r['K'] for r in rows], [r['stated_rel_err'] for r in rows], marker, alpha=0.5,
+                   label=f'η/((Kc₁+η)(nc₂+η)), {label}')
+  axes[2].set(xlabel='width K', ylabel='‖G_approx − G_F‖ / ‖G_F‖', title='large-width forms (η = 1)')
+  axes[2].legend(fontsize=6)
   fig.suptitle(f'Li2 Stage I on Z{res["M"]}, c={res["c"]}')
   fig.tight_layout()
   os.makedirs(os.path.dirname(path), exist_ok=True)
