@@ -1,5 +1,6 @@
 """Tests of jaxdyn.optim.galore: the maths of the projection, its state and its composition."""
 
+import re
 import tempfile
 
 from absl.testing import absltest, parameterized
@@ -154,7 +155,15 @@ class ProjectorTest(parameterized.TestCase):
         jax.make_jaxpr(jax.vmap(tx.update))(params, states, params).jaxpr)
     self.assertIn('svd', inside)
     self.assertNotIn('svd', outside)
+    # XLA's loop-invariant code motion must not hoist the SVD of the (loop-invariant) gradient
+    # out of the while body into the step: in the compiled program it is called only in there.
     update = jax.jit(jax.vmap(tx.update))
+    compiled = update.lower(params, states, params).compile().as_text()
+    svd_calls = re.compile(r'custom_call_target="[^"]*(gesdd|gesvd|svd)[^"]*"')
+    entry = [block for block in compiled.split('\n\n') if block.startswith('ENTRY')]
+    self.assertLen(entry, 1)
+    self.assertEmpty(svd_calls.findall(entry[0]))
+    self.assertNotEmpty(svd_calls.findall(compiled))
     previous = None
     for step in range(7):
       grads = random_grads(params, step)

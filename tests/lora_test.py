@@ -160,14 +160,16 @@ class LoraTest(parameterized.TestCase):
     self.assertNotIn('sort', outside)
 
   def test_at_most_once_matches_the_plain_conditional(self):
-    fn = lambda x: 2.0 * x + 1.0
+    fn = lambda x, y: 2.0 * x + y
     for pred in (True, False):
-      np.testing.assert_array_equal(conditional.at_most_once(jnp.asarray(pred), fn, jnp.arange(3.0)),
-                                    fn(jnp.arange(3.0)) if pred else jnp.arange(3.0))
+      np.testing.assert_array_equal(
+          conditional.at_most_once(jnp.asarray(pred), fn, jnp.arange(3.0), 1.0),
+          fn(jnp.arange(3.0), 1.0) if pred else jnp.arange(3.0))
     preds = jnp.asarray([True, False, True])
     xs = jnp.arange(6.0).reshape(3, 2)
-    np.testing.assert_array_equal(jax.vmap(lambda p, x: conditional.at_most_once(p, fn, x))(preds, xs),
-                                  jnp.where(preds[:, None], fn(xs), xs))
+    np.testing.assert_array_equal(
+        jax.vmap(lambda p, x: conditional.at_most_once(p, fn, x, 1.0))(preds, xs),
+        jnp.where(preds[:, None], fn(xs, 1.0), xs))
 
   def test_low_rank_parameter_count(self):
     base = dense_params()

@@ -467,13 +467,13 @@ def scale_by_galore(
     is_refresh = state.count % update_proj_gap == 0
     if moments == 'keep':
       left, right, failures = at_most_once(
-          is_refresh, lambda carried: refresh(updates, plans, state, carried),
-          (state.left, state.right, state.svd_failures))
+          is_refresh, lambda carried, grads: refresh(grads, plans, state, carried),
+          (state.left, state.right, state.svd_failures), updates)
       inner_state = state.inner_state
     else:
       left, right, failures, inner_state = at_most_once(
-          is_refresh, lambda carried: refresh(updates, plans, state, carried),
-          (state.left, state.right, state.svd_failures, state.inner_state))
+          is_refresh, lambda carried, grads: refresh(grads, plans, state, carried),
+          (state.left, state.right, state.svd_failures, state.inner_state), updates)
     low_rank = jax.tree.map(
         lambda g, plan, p, q: _project(g, p, q, plan) if plan.projected else g,
         updates, plans, left, right)

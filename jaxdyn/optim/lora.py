@@ -133,14 +133,15 @@ def relora(inner: optax.GradientTransformation, reset_every: int, scale: float, 
     updates, inner_state = inner.update(updates, state.inner, params)
     count = state.count + 1
 
-    def restart(carry):
+    def restart(carry, params):
       updates, inner_state = carry
       restarted = relora_restart(jax.random.fold_in(key, count),
                                  optax.apply_updates(params, updates), scale)
       return (jax.tree.map(lambda r, p: r - p, restarted, params),
               prune_adapter_state(inner_state, prune_ratio))
 
-    updates, inner_state = at_most_once(count % reset_every == 0, restart, (updates, inner_state))
+    updates, inner_state = at_most_once(count % reset_every == 0, restart, (updates, inner_state),
+                                        params)
     return updates, ReLoRAState(count, inner_state)
 
   return optax.GradientTransformation(init_fn, update_fn)
