@@ -1,11 +1,22 @@
 r"""Benchmark of jaxdyn GaLore against optax.adamw and optax.contrib.galore (ratios, one run).
 
-  PYTHONPATH=. python launch/bench_galore.py --width=256 --layers=4 --rank=64
+  PYTHONPATH=. python launch/bench_galore.py            # defaults: about 2-3 minutes on 2 CPU cores
 
-Step time is one jitted optimizer update plus `apply_updates` on a stack of
-(width, 4 width) and (width, width) matrices; "between refreshes" is the
-median over steps that do not recompute the projector, "refresh step" the
-median over steps that all do (T = 1), "amortised" ((T-1) between + refresh) / T.
+Three parts, each printed as ratios measured in the same run:
+
+1. Optimizer step alone: one jitted update + `apply_updates` on a stack of (width, 4 width) and
+   (width, width) matrices (no forward/backward). This is GaLore's worst case: its projections
+   (4·m·n·r FLOPs per matrix) are compared with Adam's ~10·m·n elementwise ones and nothing else.
+2. Full training step of the LLaMA-style decoder (jaxdyn.models.transformer, RMSNorm, SwiGLU, RoPE)
+   on random byte tokens: forward + backward + optimizer + apply, GaLore on the attention and MLP
+   kernels (the paper's recipe, rank d/4) against optax.adamw on everything. This is the ratio a
+   user pays.
+3. Projector computation per refresh for one m x 4m matrix: exact SVD, Gram-eigh, randomized SVD.
+
+"between refreshes" is the median over steps that do not recompute the projector (T = 200), "refresh
+step" the median over steps that all do (T = 1), "amortised" ((T-1) between + refresh) / T. The
+optimizers' steps are interleaved (one step of each per round), so that a change of machine load
+hits all of them alike and the ratios stay meaningful when absolute times are not.
 """
 
 import time
@@ -17,16 +28,24 @@ import numpy as np
 import optax
 from optax import contrib
 
+from jaxdyn.data import text
+from jaxdyn.models import transformer
 from jaxdyn.optim import galore as galore_lib
 
 FLAGS = flags.FLAGS
-flags.DEFINE_integer('width', 256, 'Model width d; matrices are d x 4d and d x d.')
-flags.DEFINE_integer('layers', 4, 'Number of (d x 4d, d x d) pairs.')
-flags.DEFINE_integer('rank', 64, 'GaLore rank.')
+flags.DEFINE_integer('width', 256, 'Optimizer-only part: width d; matrices are d x 4d and d x d.')
+flags.DEFINE_integer('layers', 4, 'Optimizer-only part: number of (d x 4d, d x d) pairs.')
+flags.DEFINE_integer('rank', 64, 'Optimizer-only part: GaLore rank.')
 flags.DEFINE_integer('update_proj_gap', 200, 'T.')
-flags.DEFINE_integer('steps', 50, 'Timed steps between refreshes.')
-flags.DEFINE_integer('refresh_steps', 5, 'Timed steps that all refresh the projector.')
-flags.DEFINE_multi_integer('svd_sizes', [256, 512, 1024], 'm for the m x 4m SVD timings.')
+flags.DEFINE_integer('steps', 30, 'Timed steps between refreshes (each part).')
+flags.DEFINE_integer('refresh_steps', 2, 'Timed steps that all refresh the projector.')
+flags.DEFINE_integer('members', 2, 'Sweep members of the vmapped optimizer-only part.')
+flags.DEFINE_integer('train_width', 256, 'Training-step part: d_model (rank d_model / 4).')
+flags.DEFINE_integer('train_layers', 2, 'Training-step part: decoder layers.')
+flags.DEFINE_integer('train_heads', 4, 'Training-step part: attention heads.')
+flags.DEFINE_integer('train_seq', 128, 'Training-step part: sequence length.')
+flags.DEFINE_integer('train_batch', 8, 'Training-step part: batch size.')
+flags.DEFINE_multi_integer('svd_sizes', [256, 512], 'm for the m x 4m projector timings.')
 
 
 def make_params(width, layers):
@@ -34,23 +53,76 @@ def make_params(width, layers):
           for i in range(layers)}
 
 
-def time_steps(tx, params, steps):
-  """Per-step wall times (s) of a jitted update + apply, after compilation."""
-  state = tx.init(params)
+def optimizer_only_step(tx, params):
+  """(jitted step, initial carry): update + apply on fixed random gradients."""
+  grads = jax.tree.map(lambda x: jax.random.normal(jax.random.key(0), x.shape), params)
 
   @jax.jit
-  def step(params, state, grads):
+  def step(carry):
+    params, state = carry
     updates, state = tx.update(grads, state, params)
     return optax.apply_updates(params, updates), state
 
-  grads = jax.tree.map(lambda x: jax.random.normal(jax.random.key(0), x.shape), params)
-  jax.block_until_ready(step.lower(params, state, grads).compile())
-  times = []
-  for _ in range(steps):
-    start = time.perf_counter()
-    params, state = jax.block_until_ready(step(params, state, grads))
-    times.append(time.perf_counter() - start)
-  return np.asarray(times), state
+  return step, (params, tx.init(params))
+
+
+def training_step(tx, model, params, tokens):
+  """(jitted step, initial carry): next-byte loss, its gradient, update and apply."""
+  def loss_fn(params):
+    logits = model.apply({'params': params}, tokens[:, :-1])
+    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, tokens[:, 1:]))
+
+  @jax.jit
+  def step(carry):
+    params, state = carry
+    grads = jax.grad(loss_fn)(params)
+    updates, state = tx.update(grads, state, params)
+    return optax.apply_updates(params, updates), state
+
+  return step, (params, tx.init(params))
+
+
+def time_interleaved(steps: dict, rounds: int) -> dict:
+  """Per-step wall times (s) of each named (step, carry), one step of each per round.
+
+  The first step of each (compilation, and the refresh at count 0) is run before timing starts.
+  """
+  carries, times = {}, {name: [] for name in steps}
+  for name, (step, carry) in steps.items():
+    carries[name] = jax.block_until_ready(step(carry))
+  for _ in range(rounds):
+    for name, (step, _) in steps.items():
+      start = time.perf_counter()
+      carries[name] = jax.block_until_ready(step(carries[name]))
+      times[name].append(time.perf_counter() - start)
+  return {name: np.asarray(t) for name, t in times.items()}, carries
+
+
+def report(title, makers, build, period):
+  """Times every optimizer between refreshes (T = period) and at refresh steps (T = 1)."""
+  between, carries = time_interleaved({n: build(make(period)) for n, make in makers.items()},
+                                      FLAGS.steps)
+  refresh, _ = time_interleaved({n: build(make(1)) for n, make in makers.items()},
+                                FLAGS.refresh_steps)
+  out = {}
+  print(title)
+  for name in makers:
+    b, r = float(np.median(between[name])), float(np.median(refresh[name]))
+    amortised = ((period - 1) * b + r) / period
+    state_bytes = galore_lib.optimizer_state_bytes(carries[name][1]).total
+    out[name] = (b, amortised)
+    print(f'  {name:22s} between refreshes {1e3 * b:9.3f} ms  refresh step {1e3 * r:9.2f} ms  '
+          f'amortised over T {1e3 * amortised:9.3f} ms  state {state_bytes / 2**20:8.3f} MiB')
+  return out
+
+
+def print_ratios(times, ours, others):
+  for name in ours:
+    for other in others:
+      if other in times:
+        b = times[name][0] / times[other][0]
+        a = times[name][1] / times[other][1]
+        print(f'  {name} / {other}: between refreshes {b:.3f}x, amortised {a:.3f}x')
 
 
 def time_call(fn, *args, repeats=3):
@@ -66,47 +138,80 @@ def time_call(fn, *args, repeats=3):
 def main(argv):
   del argv
   period = FLAGS.update_proj_gap
-  params = make_params(FLAGS.width, FLAGS.layers)
-  optimizers = {
-      'optax.adamw': lambda gap: optax.adamw(1e-3, eps=1e-6),
-      'jaxdyn galore': lambda gap: galore_lib.galore(1e-3, FLAGS.rank, gap),
-      'jaxdyn galore rsvd': lambda gap: galore_lib.galore(
-          1e-3, FLAGS.rank, gap, projector='randomized_svd'),
-      'jaxdyn galore eigh': lambda gap: galore_lib.galore(
-          1e-3, FLAGS.rank, gap, projector='gram_eigh'),
-      'optax.contrib.galore': lambda gap: contrib.galore(1e-3, FLAGS.rank, gap),
-  }
-  print(f'device: {jax.devices()[0].device_kind}, {jax.device_count()} device(s); '
-        f'{FLAGS.layers} x (({FLAGS.width}, {4 * FLAGS.width}) + ({FLAGS.width}, {FLAGS.width})) '
-        f'matrices, rank {FLAGS.rank}, T={period}')
-  between, amortised = {}, {}
-  for name, make in optimizers.items():
-    times, state = time_steps(make(period), params, FLAGS.steps)
-    between[name] = float(np.median(times[1:]))
-    # Median over steps that all refresh (T = 1): one sample would be noise.
-    refresh = float(np.median(time_steps(make(1), params, FLAGS.refresh_steps)[0]))
-    amortised[name] = ((period - 1) * between[name] + refresh) / period
-    state_bytes = galore_lib.optimizer_state_bytes(state).total
-    print(f'{name:22s} between refreshes {1e3 * between[name]:8.3f} ms  refresh step '
-          f'{1e3 * refresh:9.2f} ms  amortised over T {1e3 * amortised[name]:8.3f} ms  '
-          f'state {state_bytes / 2**20:7.3f} MiB')
-  for ours in ('jaxdyn galore', 'jaxdyn galore rsvd', 'jaxdyn galore eigh'):
-    for other in ('optax.adamw', 'optax.contrib.galore'):
-      print(f'{ours} / {other}: between refreshes {between[ours] / between[other]:.3f}x, '
-            f'amortised {amortised[ours] / amortised[other]:.3f}x')
+  print(f'device: {jax.devices()[0].device_kind}, {jax.device_count()} device(s), T={period}, '
+        f'{FLAGS.steps} interleaved rounds (median)')
 
-  print('Projector computation for one m x 4m fp32 matrix, rank m/4 (best of 3):')
+  # 1. The optimizer step alone.
+  rank = FLAGS.rank
+  ours = {
+      'jaxdyn galore': lambda gap: galore_lib.galore(1e-3, rank, gap),
+      'jaxdyn galore eigh': lambda gap: galore_lib.galore(1e-3, rank, gap, projector='gram_eigh'),
+      'jaxdyn galore rsvd': lambda gap: galore_lib.galore(1e-3, rank, gap,
+                                                          projector='randomized_svd'),
+  }
+  makers = {'optax.adamw': lambda gap: optax.adamw(1e-3, eps=1e-6), **ours,
+            'optax.contrib.galore': lambda gap: contrib.galore(1e-3, rank, gap)}
+  params = make_params(FLAGS.width, FLAGS.layers)
+  times = report(
+      f'1. Optimizer step alone: {FLAGS.layers} x (({FLAGS.width}, {4 * FLAGS.width}) + '
+      f'({FLAGS.width}, {FLAGS.width})) fp32 matrices, rank {rank}',
+      makers, lambda tx: optimizer_only_step(tx, params), period)
+  print_ratios(times, ours, ('optax.adamw', 'optax.contrib.galore'))
+
+  # 1b. The same, vmapped over sweep members as the trainer runs a sweep: the refresh must stay
+  # conditional (a lax.cond on the batched step count would become a select that runs the SVDs on
+  # every step).
+  members = FLAGS.members
+  vmapped = {'optax.adamw': makers['optax.adamw'], 'jaxdyn galore': ours['jaxdyn galore']}
+  stacked = jax.tree.map(lambda x: jnp.stack([x] * members), params)
+
+  def vmapped_step(tx):
+    step, _ = optimizer_only_step(tx, params)
+    return jax.jit(jax.vmap(step)), (stacked, jax.vmap(tx.init)(stacked))
+
+  times = report(f'1b. Optimizer step alone, vmapped over {members} sweep members', vmapped,
+                 vmapped_step, period)
+  print_ratios(times, ('jaxdyn galore',), ('optax.adamw',))
+
+  # 2. The full training step of the LLaMA-style decoder, the paper's recipe.
+  d = FLAGS.train_width
+  config = transformer.llama_config(text.BYTE_VOCAB_SIZE, FLAGS.train_layers, d,
+                                    FLAGS.train_heads, max_len=FLAGS.train_seq)
+  model = transformer.Decoder(config)
+  tokens = jax.random.randint(jax.random.key(2), (FLAGS.train_batch, FLAGS.train_seq + 1), 0,
+                              text.BYTE_VOCAB_SIZE)
+  dense = model.init(jax.random.key(3), tokens[:, :-1])['params']
+  mask = galore_lib.llama_galore_mask(dense)
+  train_rank = d // 4
+  ours = {
+      'jaxdyn galore': lambda gap: galore_lib.galore(1e-3, train_rank, gap, 0.25, mask=mask),
+      'jaxdyn galore eigh': lambda gap: galore_lib.galore(1e-3, train_rank, gap, 0.25, mask=mask,
+                                                          projector='gram_eigh'),
+  }
+  makers = {'optax.adamw': lambda gap: optax.adamw(1e-3, eps=1e-6), **ours}
+  n_params = sum(x.size for x in jax.tree.leaves(dense))
+  times = report(
+      f'2. Training step (forward + backward + optimizer) of the LLaMA decoder: d_model {d}, '
+      f'{FLAGS.train_layers} layers, {n_params / 1e6:.2f} M params, batch {FLAGS.train_batch} x '
+      f'{FLAGS.train_seq} tokens, rank {train_rank} on attention + MLP kernels',
+      makers, lambda tx: training_step(tx, model, dense, tokens), period)
+  print_ratios(times, ours, ('optax.adamw',))
+
+  # 3. Projector computation.
+  print('3. Projector computation for one m x 4m fp32 matrix, rank m/4 (best of 3):')
   for m in FLAGS.svd_sizes:
     matrix = jax.random.normal(jax.random.key(1), (m, 4 * m))
-    rank = m // 4
-    plain = jax.jit(lambda g: jnp.linalg.svd(g, full_matrices=False)[0][:, :rank])
-    exact = jax.jit(lambda g: galore_lib.exact_svd(g, rank)[0])
+    r = m // 4
+    plain = jax.jit(lambda g: jnp.linalg.svd(g, full_matrices=False)[0][:, :r])
+    exact = jax.jit(lambda g: galore_lib.exact_svd(g, r)[0])
+    eigh = jax.jit(lambda g: galore_lib.gram_eigh(g, r)[0])
     randomized = jax.jit(lambda g: galore_lib.randomized_svd(
-        g, rank, oversample=8, power_iters=2, key=jax.random.key(0))[0])
+        g, r, oversample=8, power_iters=2, key=jax.random.key(0))[0])
     t_plain, t_exact = time_call(plain, matrix), time_call(exact, matrix)
-    t_random = time_call(randomized, matrix)
-    print(f'  m={m:5d} rank={rank:4d}: jnp.linalg.svd(wide) {1e3 * t_plain:9.2f} ms  '
-          f'exact_svd {1e3 * t_exact:8.2f} ms  randomized {1e3 * t_random:8.2f} ms  '
+    t_eigh, t_random = time_call(eigh, matrix), time_call(randomized, matrix)
+    print(f'  m={m:5d} rank={r:4d}: jnp.linalg.svd(wide) {1e3 * t_plain:9.2f} ms  exact_svd '
+          f'{1e3 * t_exact:8.2f} ms  gram_eigh {1e3 * t_eigh:8.2f} ms  randomized '
+          f'{1e3 * t_random:8.2f} ms  exact_svd/gram_eigh {t_exact / t_eigh:.2f}x  '
           f'exact_svd/randomized {t_exact / t_random:.2f}x')
 
 

@@ -2,12 +2,14 @@
 
   python launch/galore_table2.py --workdir=/tmp/table2 [--variant=cpu] [--steps=N] [--methods=...]
 
-GaLore runs the paper's recipe (lr 0.01, scale 0.25, rank d_model/4, T scaled with the run); every
-baseline tunes its lr over `--lrs` as one vmapped sweep and keeps the member with the lowest final
-validation perplexity. Prints and writes `<workdir>/table2.md`: method, lr chosen, validation
-perplexity, optimizer-state MiB, beside the paper's 60M column. Each method's row is kept in
-`<workdir>/<method>/row.json`, so methods may run as separate processes (`--methods=galore`) with the
-table rebuilt from every row present.
+Every method tunes its lr over `--lrs` as one vmapped sweep (GaLore over `--galore_lrs` crossed with
+`--galore_scales`, the paper's recipe lr 0.01, α 0.25 included by default) and keeps the member with
+the lowest final validation perplexity. GaLore's T is `--update_proj_gap` (0: 2% of the run, the
+paper's 200 of 10k). Prints and writes `<workdir>/table2.md`: method, lr (and α) chosen, validation
+perplexity, optimizer-state MiB, wall time, beside the paper's 60M column. Each run's row is kept in
+`<workdir>/<method><--tag>/row.json`, so methods may run as separate processes (`--methods=galore`)
+and GaLore variants side by side (`--tag=_T50 --update_proj_gap=50`), with the table rebuilt from
+every row present.
 """
 
 import glob
@@ -25,6 +27,13 @@ _VARIANT = flags.DEFINE_string('variant', 'cpu', 'Config variant of galore_pretr
 _STEPS = flags.DEFINE_integer('steps', 0, 'Training steps (0: the variant\'s); T and restarts scale.')
 _METHODS = flags.DEFINE_list('methods', list(lib.METHODS), 'Methods to run.')
 _LRS = flags.DEFINE_list('lrs', ['1e-3', '3e-3', '1e-2'], 'Learning rates tried for each baseline.')
+_GALORE_LRS = flags.DEFINE_list('galore_lrs', ['1e-2'], 'Learning rates tried for GaLore.')
+_GALORE_SCALES = flags.DEFINE_list('galore_scales', ['0.25'], 'GaLore scales α tried (x lrs).')
+_GAP = flags.DEFINE_integer('update_proj_gap', 0, 'GaLore T (0: 2% of the steps).')
+_MOMENTS = flags.DEFINE_enum('moments', 'keep', ['keep', 'reset', 'reproject'],
+                             'GaLore moments on a refresh.')
+_TAG = flags.DEFINE_string('tag', '', 'Suffix of the run directories (and table rows).')
+_SEQ_LEN = flags.DEFINE_integer('seq_len', 0, 'Sequence length (0: the variant\'s).')
 flags.mark_flag_as_required('workdir')
 
 
@@ -32,8 +41,16 @@ def method_config(method: str):
   config = lib.get_config(_VARIANT.value)
   if _STEPS.value:
     lib.scale_schedule_to(config, _STEPS.value)
+  if _SEQ_LEN.value:
+    config.data.seq_len = _SEQ_LEN.value
   config.method = method
-  if method != 'galore':
+  if method == 'galore':
+    config.sweep.lr = tuple(float(lr) for lr in _GALORE_LRS.value)
+    config.sweep.galore_scale = tuple(float(s) for s in _GALORE_SCALES.value)
+    config.galore.moments = _MOMENTS.value
+    if _GAP.value:
+      config.galore.update_proj_gap = _GAP.value
+  else:
     config.sweep.lr = tuple(float(lr) for lr in _LRS.value)
   return config
 
@@ -42,13 +59,17 @@ def table(rows, config) -> str:
   m, d, t = config.model, config.data, config.train
   lines = [f'Byte-level KJV, LLaMA decoder d_model {m.d_model}, {m.num_layers} layers, '
            f'{m.num_heads} heads, seq {d.seq_len}, batch {d.batch_size}, {t.steps} steps; rank '
-           f'{lib.low_rank(config, "galore")}, GaLore T {config.galore.update_proj_gap}, ReLoRA '
-           f'restart every {config.lora.reset_every} steps.', '',
-           '| method | lr chosen | val. perplexity (bytes) | optimizer state (MiB) | wall (s) '
-           '| paper 60M perplexity (C4) |', '|---|---|---|---|---|---|']
+           f'{lib.low_rank(config, "galore")}, ReLoRA restart every {config.lora.reset_every} '
+           'steps.', '',
+           '| run | lr chosen | val. perplexity (bytes) | vs full rank | optimizer state (MiB) '
+           '| wall (s) | paper 60M perplexity (C4) |', '|---|---|---|---|---|---|---|']
+  full = [r['perplexity'] for r in rows if r['method'] == 'full_adamw']
   for r in rows:
-    lines.append(f'| {r["method"]} | {r["lr"]:g} | {r["perplexity"]:.3f} | {r["mib"]:.3f} | '
-                 f'{r["wall_s"]:.0f} | {lib.PAPER_TABLE2_60M_PERPLEXITY[r["method"]]} |')
+    chosen = f'{r["lr"]:g}' + (f', α {r["scale"]:g}' if r.get('scale') is not None else '')
+    gap = f'{100 * (r["perplexity"] / min(full) - 1):+.1f}%' if full else '–'
+    lines.append(f'| {r["method"]}{r.get("tag", "")} {r.get("note", "")} | {chosen} | '
+                 f'{r["perplexity"]:.3f} | {gap} | {r["mib"]:.3f} | {r["wall_s"]:.0f} | '
+                 f'{lib.PAPER_TABLE2_60M_PERPLEXITY[r["method"]]} |')
   return '\n'.join(lines) + '\n'
 
 
@@ -58,10 +79,13 @@ def main(argv):
   for method in _METHODS.value:
     config = method_config(method)
     start = time.perf_counter()
-    result = lib.train_and_evaluate(config, os.path.join(_WORKDIR.value, method))
+    result = lib.train_and_evaluate(config, os.path.join(_WORKDIR.value, method + _TAG.value))
     final = result.final('eval/perplexity')
     best = int(final.argmin())
-    row = dict(method=method, lr=result.members[best]['lr'], perplexity=float(final[best]),
+    note = (f'(T {config.galore.update_proj_gap}, {config.galore.moments})'
+            if method == 'galore' else '')
+    row = dict(method=method, tag=_TAG.value, note=note, lr=result.members[best]['lr'],
+               scale=result.members[best].get('galore_scale'), perplexity=float(final[best]),
                mib=lib.optimizer_state_bytes(config).total / 2 ** 20,
                wall_s=time.perf_counter() - start, members=result.members,
                perplexities=final.tolist())
@@ -69,7 +93,7 @@ def main(argv):
       json.dump(row, f)
     print(f'{method}: final perplexity by member {final.tolist()} ({result.members})', flush=True)
   rows = [json.load(open(p)) for p in glob.glob(os.path.join(_WORKDIR.value, '*', 'row.json'))]
-  rows.sort(key=lambda r: lib.METHODS.index(r['method']))
+  rows.sort(key=lambda r: (lib.METHODS.index(r['method']), r.get('tag', '')))
   report = table(rows, config)
   with open(os.path.join(_WORKDIR.value, 'table2.md'), 'w') as f:
     f.write(report)

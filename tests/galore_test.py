@@ -1,9 +1,11 @@
 """Tests of jaxdyn.optim.galore: the maths of the projection, its state and its composition."""
 
+import re
 import tempfile
 
 from absl.testing import absltest, parameterized
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -31,6 +33,20 @@ def run(tx, params, steps, grads_fn=random_grads):
     updates_seq.append(updates)
     states.append(state)
   return updates_seq, states
+
+
+def primitives_outside_and_inside_while(jaxpr):
+  """Names of the primitives of a jaxpr outside any while_loop, and inside while_loop bodies."""
+  outside, inside = set(), set()
+
+  def walk(jaxpr, in_while):
+    for eqn in jaxpr.eqns:
+      (inside if in_while else outside).add(eqn.primitive.name)
+      for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+        walk(sub, in_while or eqn.primitive.name == 'while')
+
+  walk(jaxpr, False)
+  return outside, inside
 
 
 def top_subspace_projector(matrix, rank, side):
@@ -125,6 +141,38 @@ class ProjectorTest(parameterized.TestCase):
     for step in range(1, 8):
       changed = not np.allclose(bases[step], bases[step - 1])
       self.assertEqual(changed, step % period == 0, msg=f'step {step}')
+
+  @parameterized.parameters('keep', 'reproject')
+  def test_refresh_cadence_and_no_svd_between_refreshes_under_vmap(self, moments):
+    """A vmapped sweep refreshes at steps 0, T, 2T, ... only, and its SVD is not computed on
+    the other steps (a lax.cond on the batched step count would become a select running the
+    SVD on every update): `svd` appears only inside the refresh's while_loop body."""
+    period = 3
+    tx = galore_lib.scale_by_galore(2, period, inner=optax.scale_by_adam(), moments=moments)
+    params = {'w': jnp.zeros((2, 6, 9))}   # two sweep members
+    states = jax.vmap(tx.init)(params)
+    outside, inside = primitives_outside_and_inside_while(
+        jax.make_jaxpr(jax.vmap(tx.update))(params, states, params).jaxpr)
+    self.assertIn('svd', inside)
+    self.assertNotIn('svd', outside)
+    # XLA's loop-invariant code motion must not hoist the SVD of the (loop-invariant) gradient
+    # out of the while body into the step: in the compiled program it is called only in there.
+    update = jax.jit(jax.vmap(tx.update))
+    compiled = update.lower(params, states, params).compile().as_text()
+    svd_calls = re.compile(r'custom_call_target="[^"]*(gesdd|gesvd|svd)[^"]*"')
+    entry = [block for block in compiled.split('\n\n') if block.startswith('ENTRY')]
+    self.assertLen(entry, 1)
+    self.assertEmpty(svd_calls.findall(entry[0]))
+    self.assertNotEmpty(svd_calls.findall(compiled))
+    previous = None
+    for step in range(7):
+      grads = random_grads(params, step)
+      _, states = update(grads, states, params)
+      if previous is not None:
+        for m in range(2):
+          changed = not np.allclose(states.left['w'][m], previous[m])
+          self.assertEqual(changed, step % period == 0, msg=f'step {step} member {m}')
+      previous = np.asarray(states.left['w'])
 
   def test_randomized_svd_finds_the_dominant_subspace(self):
     u = np.linalg.qr(RNG.normal(size=(40, 4)))[0]

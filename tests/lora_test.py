@@ -2,12 +2,14 @@
 
 from absl.testing import absltest, parameterized
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import optax
 
 from jaxdyn.models import transformer
 from jaxdyn.optim import galore as galore_lib
+from jaxdyn.optim import conditional
 from jaxdyn.optim import lora
 
 CONFIG = transformer.llama_config(vocab_size=16, num_layers=1, d_model=16, num_heads=2, multiple_of=8)
@@ -28,6 +30,20 @@ def trained_adapters(base):
   """Adapters with a nonzero b (as after some training), so that merging is not trivially exact."""
   adapters = lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
   return jax.tree.map(lambda x: x + 0.1 * jax.random.normal(jax.random.key(3), x.shape), adapters)
+
+
+def primitives_outside_and_inside_while(jaxpr):
+  """Names of the primitives of a jaxpr outside any while_loop, and inside while_loop bodies."""
+  outside, inside = set(), set()
+
+  def walk(jaxpr, in_while):
+    for eqn in jaxpr.eqns:
+      (inside if in_while else outside).add(eqn.primitive.name)
+      for sub in jax.extend.core.jaxprs_in_params(eqn.params):
+        walk(sub, in_while or eqn.primitive.name == 'while')
+
+  walk(jaxpr, False)
+  return outside, inside
 
 
 class LoraTest(parameterized.TestCase):
@@ -95,6 +111,65 @@ class LoraTest(parameterized.TestCase):
     adapter_mu = mu['adapters']['layer_0']['mlp']['up']['kernel'].a
     self.assertGreaterEqual(float(jnp.mean(adapter_mu == 0.0)), 0.5)
     self.assertLess(float(jnp.mean(mu['base']['head']['kernel'] == 0.0)), 0.5)
+
+  def test_relora_restarts_at_the_right_steps_under_vmap(self):
+    # Two sweep members (different lrs) vmapped as the trainer does: b is zero exactly after the
+    # 3rd and 6th updates and only then, and the frozen base kernel moves only at those restarts.
+    base = dense_params()
+    params = {'base': base, 'adapters': trained_adapters(base)}
+    labels = {'base': jax.tree.map(lambda f: 'frozen' if f else 'trained',
+                                   galore_lib.llama_galore_mask(base)),
+              'adapters': jax.tree.map(lambda _: 'trained', params['adapters'])}
+    loss = lambda p: jnp.mean(logits(lora.lora_apply(p['base'], p['adapters'], 2.0)) ** 2)
+
+    def make(lr):
+      inner = optax.multi_transform({'trained': optax.adam(lr), 'frozen': optax.set_to_zero()},
+                                    labels)
+      return lora.relora(inner, reset_every=3, scale=2.0, key=jax.random.key(5), prune_ratio=0.5)
+
+    def step(p, s, lr):
+      updates, s = make(lr).update(jax.grad(loss)(p), s, p)
+      return optax.apply_updates(p, updates), s
+
+    lrs = jnp.asarray([1e-2, 3e-2])
+    members = jax.tree.map(lambda x: jnp.stack([x, x]), params)
+    states = jax.vmap(lambda p, lr: make(lr).init(p))(members, lrs)
+    vstep = jax.jit(jax.vmap(step))
+    kernel = lambda p: p['base']['layer_0']['attn']['query']['kernel']
+    b = lambda p: p['adapters']['layer_0']['attn']['query']['kernel'].b
+    for k in range(1, 8):
+      before = kernel(members)
+      members, states = vstep(members, states, lrs)
+      restarted = k % 3 == 0
+      for m in range(2):
+        self.assertEqual(bool(np.all(b(members)[m] == 0.0)), restarted, (k, m))
+        self.assertEqual(not np.array_equal(kernel(members)[m], before[m]), restarted, (k, m))
+
+  def test_relora_restart_work_is_skipped_on_other_steps_under_vmap(self):
+    # Under vmap a lax.cond on the (batched) restart predicate becomes a select that merges and
+    # prunes (a sort) on every step. The restart's sort must sit only inside the while_loop body
+    # that `at_most_once` runs just on restart steps.
+    base = dense_params()
+    params = {'base': base, 'adapters': trained_adapters(base)}
+    tx = lora.relora(optax.adam(1e-2), reset_every=3, scale=2.0, key=jax.random.key(5))
+    members = jax.tree.map(lambda x: jnp.stack([x, x]), params)
+    states = jax.vmap(tx.init)(members)
+    jaxpr = jax.make_jaxpr(jax.vmap(tx.update))(members, states, members)
+    outside, inside = primitives_outside_and_inside_while(jaxpr.jaxpr)
+    self.assertIn('sort', inside)
+    self.assertNotIn('sort', outside)
+
+  def test_at_most_once_matches_the_plain_conditional(self):
+    fn = lambda x, y: 2.0 * x + y
+    for pred in (True, False):
+      np.testing.assert_array_equal(
+          conditional.at_most_once(jnp.asarray(pred), fn, jnp.arange(3.0), 1.0),
+          fn(jnp.arange(3.0), 1.0) if pred else jnp.arange(3.0))
+    preds = jnp.asarray([True, False, True])
+    xs = jnp.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(
+        jax.vmap(lambda p, x: conditional.at_most_once(p, fn, x, 1.0))(preds, xs),
+        jnp.where(preds[:, None], fn(xs, 1.0), xs))
 
   def test_low_rank_parameter_count(self):
     base = dense_params()

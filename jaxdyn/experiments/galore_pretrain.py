@@ -11,7 +11,8 @@ the KJV bytes, validation perplexity on a fixed held-out tail, with one of five 
   low_rank    each attention / MLP kernel replaced by a·b, trained from scratch
 
 All share the schedule of the paper (10% linear warmup, cosine to 10%) and the same steps and tokens.
-A list in `sweep.lr` tunes a method's lr as one vmapped program.
+A list in `sweep.lr` tunes a method's lr as one vmapped program (and `sweep.galore_scale` GaLore's α,
+crossed with the lrs).
 """
 
 from __future__ import annotations
@@ -64,14 +65,17 @@ def default_config() -> ml_collections.ConfigDict:
       clip=0.0))               # global-norm clipping; 0: none (the reference's default)
   c.galore = ml_collections.ConfigDict(dict(
       rank=0,                  # 0: d_model / 4
-      update_proj_gap=200, scale=0.25, projector='svd'))
+      update_proj_gap=200, scale=0.25, projector='svd',
+      moments='keep'))         # inner moments on a refresh: keep (reference), reset, reproject
   c.lora = ml_collections.ConfigDict(dict(
       rank=0,                  # 0: d_model / 4 (the same rank as GaLore)
       alpha=32.0,              # scale s = alpha / rank (the ReLoRA reference's lora_alpha)
       reset_every=2_500,       # ReLoRA: merge and restart every K steps
       restart_warmup=50,       # ReLoRA: lr re-warmup steps after each restart
       prune_ratio=0.99))       # ReLoRA: fraction of the adapters' optimizer state zeroed at restart
-  c.sweep = ml_collections.ConfigDict(dict(lr=()))   # a list: each value × each seed
+  c.sweep = ml_collections.ConfigDict(dict(
+      lr=(),                   # a list: each value × each seed
+      galore_scale=()))        # GaLore only: a list of scales α, crossed with lr
   c.train = ml_collections.ConfigDict(dict(
       steps=10_000, eval_every=500, checkpoint_every=2_500, keep_checkpoints=2,
       steps_per_dispatch=500, progress_every_secs=30.0, tensorboard=True))
@@ -137,7 +141,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.require_choice(config, 'method', METHODS)
   config_lib.require_positive(config, 'num_seeds', 'data.seq_len', 'data.batch_size',
                               'data.eval_windows', 'model.num_layers', 'model.d_model',
-                              'model.num_heads', 'opt.lr', 'sweep.lr', 'galore.update_proj_gap',
+                              'model.num_heads', 'opt.lr', 'sweep.lr', 'sweep.galore_scale',
+                              'galore.update_proj_gap',
                               'galore.scale', 'lora.alpha', 'lora.reset_every',
                               'lora.restart_warmup')
   config_lib.require_train_schedule(config)
@@ -148,6 +153,9 @@ def check_config(config: ml_collections.ConfigDict) -> None:
                      'must be in (0, 1]')
   config_lib.require(0 <= config.lora.prune_ratio <= 1, 'lora.prune_ratio', config.lora.prune_ratio,
                      'must be in [0, 1]')
+  config_lib.require_choice(config, 'galore.moments', galore_lib.MOMENT_POLICIES)
+  config_lib.require(not config.sweep.galore_scale or config.method == 'galore',
+                     'sweep.galore_scale', config.sweep.galore_scale, 'is for method galore only')
   config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.num_heads',
                      config.model.num_heads, f'must divide d_model {config.model.d_model}')
 
@@ -207,8 +215,9 @@ def make_optimizer(config: ml_collections.ConfigDict, params_shape, hp) -> optax
   adamw = optax.adamw(schedule, o.b1, o.b2, o.eps, weight_decay=o.wd)
   if config.method == 'galore':
     g = config.galore
-    tx = galore_lib.galore(schedule, low_rank(config, 'galore'), g.update_proj_gap, g.scale, o.b1,
-                           o.b2, o.eps, o.wd, projector=g.projector,
+    tx = galore_lib.galore(schedule, low_rank(config, 'galore'), g.update_proj_gap,
+                           hp.get('galore_scale', g.scale), o.b1, o.b2, o.eps, o.wd,
+                           projector=g.projector, moments=g.moments,
                            mask=galore_lib.llama_galore_mask(params_shape))
   elif config.method in ('lora', 'relora'):
     frozen = galore_lib.llama_galore_mask(params_shape['base'])
@@ -225,7 +234,10 @@ def make_optimizer(config: ml_collections.ConfigDict, params_shape, hp) -> optax
 
 def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   seeds = [config.seed + i for i in range(config.num_seeds)]
-  return sweep_lib.grid(seeds, lr=config_lib.sweep_values(config.sweep.lr, config.opt.lr))
+  axes = {'lr': config_lib.sweep_values(config.sweep.lr, config.opt.lr)}
+  if config.sweep.galore_scale:
+    axes['galore_scale'] = tuple(config.sweep.galore_scale)
+  return sweep_lib.grid(seeds, **axes)
 
 
 def held_out_windows(held_out: np.ndarray, seq_len: int, count: int) -> np.ndarray:

@@ -26,6 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxdyn.optim.conditional import at_most_once
+
 PyTree = Any
 Path = tuple
 LeafPredicate = Callable[[Path, jax.Array], bool]
@@ -414,13 +416,17 @@ def scale_by_galore(
         inner_state=inner.init(low_rank_zeros(params, plans)),
     )
 
-  def refresh(updates, plans, state):
+  def refresh(updates, plans, state, carried):
+    """New (left, right, svd_failures[, inner_state]) from the current gradients."""
+    state = state._replace(left=carried[0], right=carried[1], svd_failures=carried[2],
+                           **({'inner_state': carried[3]} if len(carried) > 3 else {}))
     step_key = jax.random.fold_in(jax.random.wrap_key_data(state.key), state.count)
     flat_updates, treedef = jax.tree.flatten(updates)
     flat_plans = treedef.flatten_up_to(plans)
     flat_left = treedef.flatten_up_to(state.left)
     flat_right = treedef.flatten_up_to(state.right)
     flat_fail = treedef.flatten_up_to(state.svd_failures)
+    unflatten = lambda xs: jax.tree.unflatten(treedef, xs)
     new_left, new_right, new_fail = [], [], []
     for i, (g, plan, p, q, fails) in enumerate(
         zip(flat_updates, flat_plans, flat_left, flat_right, flat_fail)):
@@ -431,36 +437,43 @@ def scale_by_galore(
           g, p, q, plan, jax.random.fold_in(step_key, i), projector, oversample,
           power_iters, align_signs)
       new_left.append(p_new), new_right.append(q_new), new_fail.append(fails + failed)
-    inner_state = state.inner_state
-    if moments != 'keep':
-      bases = [
-          _change_of_basis(p, q, p_new, q_new, plan) if plan.projected else None
-          for p, q, p_new, q_new, plan in zip(flat_left, flat_right, new_left, new_right,
-                                              flat_plans)
-      ]
+    if moments == 'keep':
+      return unflatten(new_left), unflatten(new_right), unflatten(new_fail)
+    bases = [
+        _change_of_basis(p, q, p_new, q_new, plan) if plan.projected else None
+        for p, q, p_new, q_new, plan in zip(flat_left, flat_right, new_left, new_right,
+                                            flat_plans)
+    ]
 
-      def move(field, moment, plan, i):
-        if moments == 'reset':
-          return jnp.zeros_like(moment)
-        c_left, c_right = bases[i]
-        if field in SECOND_MOMENT_FIELDS:
-          c_left = None if c_left is None else jnp.square(c_left)
-          c_right = None if c_right is None else jnp.square(c_right)
-        moved = moment if c_left is None else c_left @ moment
-        moved = moved if c_right is None else moved @ c_right
-        return moved.astype(moment.dtype)
+    def move(field, moment, plan, i):
+      if moments == 'reset':
+        return jnp.zeros_like(moment)
+      c_left, c_right = bases[i]
+      if field in SECOND_MOMENT_FIELDS:
+        c_left = None if c_left is None else jnp.square(c_left)
+        c_right = None if c_right is None else jnp.square(c_right)
+      moved = moment if c_left is None else c_left @ moment
+      moved = moved if c_right is None else moved @ c_right
+      return moved.astype(moment.dtype)
 
-      inner_state = _map_moments(inner_state, low_rank_zeros(updates, plans), plans, move)
-    unflatten = lambda xs: jax.tree.unflatten(treedef, xs)
+    inner_state = _map_moments(state.inner_state, low_rank_zeros(updates, plans), plans, move)
     return unflatten(new_left), unflatten(new_right), unflatten(new_fail), inner_state
 
   def update_fn(updates, state, params=None):
     del params
     plans = plans_for(updates)
-    left, right, failures, inner_state = jax.lax.cond(
-        state.count % update_proj_gap == 0,
-        lambda: refresh(updates, plans, state),
-        lambda: (state.left, state.right, state.svd_failures, state.inner_state))
+    # Only what a refresh changes is passed through the conditional (with `keep` the moments stay
+    # outside it); `at_most_once` keeps the SVDs off the other steps also under a vmapped sweep.
+    is_refresh = state.count % update_proj_gap == 0
+    if moments == 'keep':
+      left, right, failures = at_most_once(
+          is_refresh, lambda carried, grads: refresh(grads, plans, state, carried),
+          (state.left, state.right, state.svd_failures), updates)
+      inner_state = state.inner_state
+    else:
+      left, right, failures, inner_state = at_most_once(
+          is_refresh, lambda carried, grads: refresh(grads, plans, state, carried),
+          (state.left, state.right, state.svd_failures, state.inner_state), updates)
     low_rank = jax.tree.map(
         lambda g, plan, p, q: _project(g, p, q, plan) if plan.projected else g,
         updates, plans, left, right)

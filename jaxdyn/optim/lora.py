@@ -23,6 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxdyn.optim.conditional import at_most_once
+
 PyTree = Any
 
 
@@ -115,8 +117,9 @@ def relora(inner: optax.GradientTransformation, reset_every: int, scale: float, 
 
   After every `reset_every`-th update the returned update also merges s·a·b into the base and
   re-initialises the adapters (`relora_restart`, with `fold_in(key, count)`), and the adapters'
-  optimizer state is magnitude-pruned by `prune_ratio` (the reference prunes 99%). The jagged
-  learning rate is the schedule's job (`jagged_cosine_schedule`).
+  optimizer state is magnitude-pruned by `prune_ratio` (the reference prunes 99%). The merge,
+  re-initialisation and pruning run only on restart steps, also under `vmap` (`at_most_once`).
+  The jagged learning rate is the schedule's job (`jagged_cosine_schedule`).
   """
   if reset_every <= 0:
     raise ValueError(f'reset_every must be positive, got {reset_every}.')
@@ -129,13 +132,16 @@ def relora(inner: optax.GradientTransformation, reset_every: int, scale: float, 
   def update_fn(updates, state, params):
     updates, inner_state = inner.update(updates, state.inner, params)
     count = state.count + 1
-    restart = count % reset_every == 0
-    stepped = optax.apply_updates(params, updates)
-    restarted = relora_restart(jax.random.fold_in(key, count), stepped, scale)
-    target = jax.tree.map(lambda r, s: jnp.where(restart, r, s), restarted, stepped)
-    updates = jax.tree.map(lambda t, p: t - p, target, params)
-    inner_state = jax.lax.cond(restart, lambda s: prune_adapter_state(s, prune_ratio),
-                               lambda s: s, inner_state)
+
+    def restart(carry, params):
+      updates, inner_state = carry
+      restarted = relora_restart(jax.random.fold_in(key, count),
+                                 optax.apply_updates(params, updates), scale)
+      return (jax.tree.map(lambda r, p: r - p, restarted, params),
+              prune_adapter_state(inner_state, prune_ratio))
+
+    updates, inner_state = at_most_once(count % reset_every == 0, restart, (updates, inner_state),
+                                        params)
     return updates, ReLoRAState(count, inner_state)
 
   return optax.GradientTransformation(init_fn, update_fn)
