@@ -5,13 +5,14 @@ import tempfile
 
 from absl.testing import absltest, parameterized
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import optax
 import orbax.checkpoint as ocp
 
 from jaxdyn.optim import galore as galore_lib
+
+import jaxpr_inspect
 
 RNG = np.random.default_rng(0)
 
@@ -33,20 +34,6 @@ def run(tx, params, steps, grads_fn=random_grads):
     updates_seq.append(updates)
     states.append(state)
   return updates_seq, states
-
-
-def primitives_outside_and_inside_while(jaxpr):
-  """Names of the primitives of a jaxpr outside any while_loop, and inside while_loop bodies."""
-  outside, inside = set(), set()
-
-  def walk(jaxpr, in_while):
-    for eqn in jaxpr.eqns:
-      (inside if in_while else outside).add(eqn.primitive.name)
-      for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-        walk(sub, in_while or eqn.primitive.name == 'while')
-
-  walk(jaxpr, False)
-  return outside, inside
 
 
 def top_subspace_projector(matrix, rank, side):
@@ -151,7 +138,7 @@ class ProjectorTest(parameterized.TestCase):
     tx = galore_lib.scale_by_galore(2, period, inner=optax.scale_by_adam(), moments=moments)
     params = {'w': jnp.zeros((2, 6, 9))}   # two sweep members
     states = jax.vmap(tx.init)(params)
-    outside, inside = primitives_outside_and_inside_while(
+    outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(
         jax.make_jaxpr(jax.vmap(tx.update))(params, states, params).jaxpr)
     self.assertIn('svd', inside)
     self.assertNotIn('svd', outside)

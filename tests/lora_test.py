@@ -2,7 +2,6 @@
 
 from absl.testing import absltest, parameterized
 import jax
-import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -11,6 +10,8 @@ from jaxdyn.models import transformer
 from jaxdyn.optim import galore as galore_lib
 from jaxdyn.optim import conditional
 from jaxdyn.optim import lora
+
+import jaxpr_inspect
 
 CONFIG = transformer.llama_config(vocab_size=16, num_layers=1, d_model=16, num_heads=2, multiple_of=8)
 MODEL = transformer.Decoder(CONFIG)
@@ -30,20 +31,6 @@ def trained_adapters(base):
   """Adapters with a nonzero b (as after some training), so that merging is not trivially exact."""
   adapters = lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
   return jax.tree.map(lambda x: x + 0.1 * jax.random.normal(jax.random.key(3), x.shape), adapters)
-
-
-def primitives_outside_and_inside_while(jaxpr):
-  """Names of the primitives of a jaxpr outside any while_loop, and inside while_loop bodies."""
-  outside, inside = set(), set()
-
-  def walk(jaxpr, in_while):
-    for eqn in jaxpr.eqns:
-      (inside if in_while else outside).add(eqn.primitive.name)
-      for sub in jax.extend.core.jaxprs_in_params(eqn.params):
-        walk(sub, in_while or eqn.primitive.name == 'while')
-
-  walk(jaxpr, False)
-  return outside, inside
 
 
 class LoraTest(parameterized.TestCase):
@@ -155,7 +142,7 @@ class LoraTest(parameterized.TestCase):
     members = jax.tree.map(lambda x: jnp.stack([x, x]), params)
     states = jax.vmap(tx.init)(members)
     jaxpr = jax.make_jaxpr(jax.vmap(tx.update))(members, states, members)
-    outside, inside = primitives_outside_and_inside_while(jaxpr.jaxpr)
+    outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(jaxpr.jaxpr)
     self.assertIn('sort', inside)
     self.assertNotIn('sort', outside)
 
