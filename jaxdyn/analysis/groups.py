@@ -113,10 +113,15 @@ def irreps(group, seed=0):
   its commutant: each eigenspace of H = Σ_g R(g) A R(g)ᵀ is one irreducible subspace, and equal
   characters identify equivalent copies. Sorted by dimension (the trivial irrep first), real before complex."""
   n = len(group.table)
-  R = regular_representation(group)
+  # R(g) permutes coordinates: (R(g) v)[y] = v[p_g[y]] with p_g the inverse of x ↦ g·x, so
+  # R(g) B R(g)ᵀ = B[p_g][:, p_g] and U† R(g) U = U† U[p_g]: O(|G|³) instead of dense O(|G|⁵) sums.
+  perms = np.argsort(np.asarray(group.table), axis=1)
   rng = np.random.default_rng(seed)
   A = rng.normal(size=(n, n)) + 1j * rng.normal(size=(n, n))
-  H = np.einsum('gij,jk,glk->il', R, A + A.conj().T, R)
+  B = A + A.conj().T
+  H = np.zeros((n, n), complex)
+  for p in perms:
+    H += B[np.ix_(p, p)]
   vals, vecs = np.linalg.eigh(H)
   found = {}
   start = 0
@@ -125,7 +130,7 @@ def irreps(group, seed=0):
     while stop < n and vals[stop] - vals[start] < 1e-6 * max(1.0, abs(vals[start])):
       stop += 1
     U = vecs[:, start:stop]
-    mats = np.einsum('ia,gij,jb->gab', U.conj(), R, U)
+    mats = np.einsum('ya,gyb->gab', U.conj(), U[perms])
     chi = np.trace(mats, axis1=1, axis2=2)
     key = tuple(np.round(chi, 6))
     if key not in found:
@@ -142,8 +147,10 @@ def isotypic_projector(group, irrep):
   """Real projector (|G|, |G|) onto the functions G → R in the isotypic component of `irrep` and its
   conjugate: P = (d/|G|) Σ_g Re-part of χ(g)* R(g), doubled for a complex pair."""
   n = len(group.table)
-  R = regular_representation(group)
-  P = irrep.dim / n * np.einsum('g,gij->ij', irrep.character.conj(), R)
+  P = np.zeros((n, n), complex)
+  coeff = irrep.dim / n * irrep.character.conj()
+  for g in range(n):  # R(g)[g·x, x] = 1
+    P[group.table[g], np.arange(n)] += coeff[g]
   return P.real if irrep.indicator != 0 else 2 * P.real
 
 
