@@ -18,6 +18,7 @@ import os
 import time
 
 from absl import app, flags
+import numpy as np
 
 from jaxdyn.core import metrics
 from jaxdyn.experiments import galore_pretrain as lib
@@ -34,6 +35,8 @@ _MOMENTS = flags.DEFINE_enum('moments', 'keep', ['keep', 'reset', 'reproject'],
                              'GaLore moments on a refresh.')
 _TAG = flags.DEFINE_string('tag', '', 'Suffix of the run directories (and table rows).')
 _SEQ_LEN = flags.DEFINE_integer('seq_len', 0, 'Sequence length (0: the variant\'s).')
+_SEEDS = flags.DEFINE_integer('num_seeds', 1, 'Seeds per setting (init and data order), vmapped; the '
+                              'lr is chosen on the mean over seeds.')
 flags.mark_flag_as_required('workdir')
 
 
@@ -44,6 +47,7 @@ def method_config(method: str):
   if _SEQ_LEN.value:
     config.data.seq_len = _SEQ_LEN.value
   config.method = method
+  config.num_seeds = _SEEDS.value
   if method == 'galore':
     config.sweep.lr = tuple(float(lr) for lr in _GALORE_LRS.value)
     config.sweep.galore_scale = tuple(float(s) for s in _GALORE_SCALES.value)
@@ -61,14 +65,21 @@ def table(rows, config) -> str:
            f'{m.num_heads} heads, seq {d.seq_len}, batch {d.batch_size}, {t.steps} steps; rank '
            f'{lib.low_rank(config, "galore")}, ReLoRA restart every {config.lora.reset_every} '
            'steps.', '',
-           '| run | lr chosen | val. perplexity (bytes) | vs full rank | optimizer state (MiB) '
+           '| run | lr chosen | val. perplexity (bytes; mean (per seed)) | vs full rank | optimizer state (MiB) '
            '| wall (s) | paper 60M perplexity (C4) |', '|---|---|---|---|---|---|---|']
   full = [r['perplexity'] for r in rows if r['method'] == 'full_adamw']
+
+  def perplexity(r):
+    seeds = r.get('perplexity_by_seed', [r['perplexity']])
+    if len(seeds) < 2:
+      return f'{r["perplexity"]:.3f}'
+    return f'{r["perplexity"]:.3f} ({", ".join(f"{p:.3f}" for p in seeds)})'
+
   for r in rows:
     chosen = f'{r["lr"]:g}' + (f', α {r["scale"]:g}' if r.get('scale') is not None else '')
     gap = f'{100 * (r["perplexity"] / min(full) - 1):+.1f}%' if full else '–'
     lines.append(f'| {r["method"]}{r.get("tag", "")} {r.get("note", "")} | {chosen} | '
-                 f'{r["perplexity"]:.3f} | {gap} | {r["mib"]:.3f} | {r["wall_s"]:.0f} | '
+                 f'{perplexity(r)} | {gap} | {r["mib"]:.3f} | {r["wall_s"]:.0f} | '
                  f'{lib.PAPER_TABLE2_60M_PERPLEXITY[r["method"]]} |')
   return '\n'.join(lines) + '\n'
 
@@ -80,12 +91,21 @@ def main(argv):
     config = method_config(method)
     start = time.perf_counter()
     result = lib.train_and_evaluate(config, os.path.join(_WORKDIR.value, method + _TAG.value))
-    final = result.final('eval/perplexity')
-    best = int(final.argmin())
+    final = np.asarray(result.final('eval/perplexity'))
+    # Members differ by seed and by hyperparameters; choose the setting by its mean over seeds.
+    settings = {}
+    for i, member in enumerate(result.members):
+      key = tuple(sorted((k, v) for k, v in member.items() if k != 'seed'))
+      settings.setdefault(key, []).append(i)
+    means = {key: float(final[idx].mean()) for key, idx in settings.items()}
+    best_key = min(means, key=means.get)
+    best_idx = settings[best_key]
+    best = best_idx[0]
     note = (f'(T {config.galore.update_proj_gap}, {config.galore.moments})'
             if method == 'galore' else '')
     row = dict(method=method, tag=_TAG.value, note=note, lr=result.members[best]['lr'],
-               scale=result.members[best].get('galore_scale'), perplexity=float(final[best]),
+               scale=result.members[best].get('galore_scale'), perplexity=means[best_key],
+               perplexity_by_seed=final[best_idx].tolist(), num_seeds=len(best_idx),
                mib=lib.optimizer_state_bytes(config).total / 2 ** 20,
                wall_s=time.perf_counter() - start, members=result.members,
                perplexities=final.tolist())

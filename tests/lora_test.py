@@ -158,6 +158,29 @@ class LoraTest(parameterized.TestCase):
         jax.vmap(lambda p, x: conditional.at_most_once(p, fn, x, 1.0))(preds, xs),
         jnp.where(preds[:, None], fn(xs, 1.0), xs))
 
+  def test_at_most_once_is_a_cond_unbatched_and_a_loop_batched(self):
+    # fn closes over a traced, per-member value (as GaLore's refresh closes over the step count):
+    # closure conversion must hand it to the batching rule, batched.
+    def update(pred, x, scale):
+      return conditional.at_most_once(pred, lambda x, y: scale * x + y, x, 1.0)
+
+    outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(
+        jax.make_jaxpr(update)(True, jnp.arange(3.0), 2.0).jaxpr)
+    self.assertIn('cond', outside)
+    self.assertNotIn('while', outside)
+    preds, xs, scales = jnp.asarray([True, False, True]), jnp.ones((3, 2)), jnp.arange(3.0)
+    outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(
+        jax.make_jaxpr(jax.vmap(update))(preds, xs, scales).jaxpr)
+    self.assertIn('while', outside)
+    self.assertNotIn('select_n', outside)
+    np.testing.assert_array_equal(jax.jit(jax.vmap(update))(preds, xs, scales),
+                                  jnp.where(preds[:, None], scales[:, None] * xs + 1.0, xs))
+    # A batched operand under an unbatched predicate stays a plain conditional.
+    outside, _ = jaxpr_inspect.primitives_outside_and_inside_while(
+        jax.make_jaxpr(jax.vmap(update, in_axes=(None, 0, 0)))(True, xs, scales).jaxpr)
+    self.assertNotIn('while', outside)
+    np.testing.assert_array_equal(jax.vmap(update, in_axes=(None, 0, 0))(False, xs, scales), xs)
+
   def test_low_rank_parameter_count(self):
     base = dense_params()
     factored = lora.low_rank_init(jax.random.key(6), base, galore_lib.llama_galore_mask(base), RANK)

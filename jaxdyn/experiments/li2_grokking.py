@@ -241,7 +241,7 @@ def node_irrep_fractions(params_W, group) -> np.ndarray:
 
 
 def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> list[str]:
-  """Accuracy/loss curves; and the hidden nodes' alignment with irreps (member 0)."""
+  """Accuracy/loss curves; and the hidden nodes' alignment with irreps (the best-generalising member)."""
   group = groups_lib.from_name(config.data.group)
   title = (f'{group.name} (M={len(group.table)}), q={config.model.hidden}, {config.opt.name}, '
            f'{config.model.top} top layer')
@@ -251,7 +251,9 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
                                        'loss': ('eval/train_loss', 'eval/test_loss')},
                                path=os.path.join(fig_dir, 'curves.png'), title=title,
                                log_y=('loss',))]
-  fractions = node_irrep_fractions(result.params['W'][0], group)
+  # The member that generalised best (in a scaling sweep member 0 is usually a memorising one).
+  shown = int(np.argmax(np.asarray(result.final('eval/test_accuracy'))))
+  fractions = node_irrep_fractions(result.params['W'][shown], group)
   irreps = groups_lib.real_irreps(group)
   names = [f'{i}:d{rep.dim}{"c" if kind == "complex" else ""}' for i, (rep, kind) in enumerate(irreps)]
   fig, axes = plt.subplots(1, 2, figsize=(12, 4))
@@ -264,7 +266,7 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
     axes[0].set_yticks(range(len(names)), names, fontsize=7)
   axes[1].hist(fractions.max(0), bins=np.linspace(0, 1, 21))
   axes[1].set(xlabel='largest irrep share of a node', ylabel='nodes',
-              title=f'alignment ({result.members[0]})')
+              title=f'alignment, best test acc. ({result.members[shown]})')
   fig.suptitle(title)
   fig.tight_layout()
   paths.append(os.path.join(fig_dir, 'irrep_alignment.png'))
