@@ -100,17 +100,9 @@ class Irrep(NamedTuple):
     return self.matrices.shape[1]
 
 
-def regular_representation(group):
-  """Left-regular permutation matrices R(g)[g·x, x] = 1, shape (|G|, |G|, |G|)."""
-  n = len(group.table)
-  R = np.zeros((n, n, n))
-  R[np.arange(n)[:, None], group.table, np.arange(n)[None, :]] = 1
-  return R
-
-
 def irreps(group, seed=0):
-  """All complex irreps, by splitting the regular representation with a random Hermitian element of
-  its commutant: each eigenspace of H = Σ_g R(g) A R(g)ᵀ is one irreducible subspace, and equal
+  """All complex irreps, by splitting the left-regular representation R(g)[g·x, x] = 1 with a random
+  Hermitian element of its commutant: each eigenspace of H = Σ_g R(g) A R(g)ᵀ is one irreducible subspace, and equal
   characters identify equivalent copies. Sorted by dimension (the trivial irrep first), real before complex."""
   n = len(group.table)
   # R(g) permutes coordinates: (R(g) v)[y] = v[p_g[y]] with p_g the inverse of x ↦ g·x, so
