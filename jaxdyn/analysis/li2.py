@@ -152,14 +152,14 @@ def energy_ascent(w0_SxD, X, Y, lr=0.05, steps=2000, activation=jnp.square, proj
   return jax.vmap(ascend)(w0_SxD)
 
 
-def irrep_energy_fractions(w, group, seed=0):
+def irrep_energy_fractions(w, group, seed=0, real_irreps=None):
   """Fraction of ‖u‖² + ‖v‖² (w = (u, v)) in each real irrep's isotypic component, in the order of
-  `groups.real_irreps`; the trivial component is included. `w` is (2M,) or (2M, K) (K nodes at once,
-  giving (irreps, K))."""
+  `groups.real_irreps` (pass its result as `real_irreps` if already computed); the trivial component
+  is included. `w` is (2M,) or (2M, K) (K nodes at once, giving (irreps, K))."""
   M = len(group.table)
   u, v = np.asarray(w[:M]), np.asarray(w[M:])
   fractions = []
-  for rep, _ in groups_lib.real_irreps(group, seed):
+  for rep, _ in real_irreps if real_irreps is not None else groups_lib.real_irreps(group, seed):
     P = groups_lib.isotypic_projector(group, rep)
     fractions.append(np.sum((P @ u) ** 2, axis=0) + np.sum((P @ v) ** 2, axis=0))
   return np.asarray(fractions) / (np.sum(u ** 2, axis=0) + np.sum(v ** 2, axis=0))

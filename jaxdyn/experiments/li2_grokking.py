@@ -235,9 +235,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> train
   return result
 
 
-def node_irrep_fractions(params_W, group) -> np.ndarray:
+def node_irrep_fractions(params_W, group, real_irreps=None) -> np.ndarray:
   """(irreps, q): each hidden node's share of ‖w‖² in each real irrep (Li2 Sec. 5 alignment)."""
-  return li2.irrep_energy_fractions(np.asarray(params_W), group)
+  return li2.irrep_energy_fractions(np.asarray(params_W), group, real_irreps=real_irreps)
 
 
 def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> list[str]:
@@ -253,8 +253,8 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
                                log_y=('loss',))]
   # The member that generalised best (in a scaling sweep member 0 is usually a memorising one).
   shown = int(np.argmax(np.asarray(result.final('eval/test_accuracy'))))
-  fractions = node_irrep_fractions(result.params['W'][shown], group)
   irreps = groups_lib.real_irreps(group)
+  fractions = node_irrep_fractions(result.params['W'][shown], group, irreps)
   names = [f'{i}:d{rep.dim}{"c" if kind == "complex" else ""}' for i, (rep, kind) in enumerate(irreps)]
   fig, axes = plt.subplots(1, 2, figsize=(12, 4))
   order = np.lexsort((-fractions.max(0), fractions.argmax(0)))
