@@ -35,6 +35,8 @@ _MOMENTS = flags.DEFINE_enum('moments', 'keep', ['keep', 'reset', 'reproject'],
                              'GaLore moments on a refresh.')
 _TAG = flags.DEFINE_string('tag', '', 'Suffix of the run directories (and table rows).')
 _SEQ_LEN = flags.DEFINE_integer('seq_len', 0, 'Sequence length (0: the variant\'s).')
+_D_MODEL = flags.DEFINE_integer('d_model', 0, 'Width (0: the variant\'s); rank d_model / 4.')
+_LAYERS = flags.DEFINE_integer('num_layers', 0, 'Decoder layers (0: the variant\'s).')
 _SEEDS = flags.DEFINE_integer('num_seeds', 1, 'Seeds per setting (init and data order), vmapped; the '
                               'lr is chosen on the mean over seeds.')
 flags.mark_flag_as_required('workdir')
@@ -46,6 +48,10 @@ def method_config(method: str):
     lib.scale_schedule_to(config, _STEPS.value)
   if _SEQ_LEN.value:
     config.data.seq_len = _SEQ_LEN.value
+  if _D_MODEL.value:
+    config.model.d_model = _D_MODEL.value
+  if _LAYERS.value:
+    config.model.num_layers = _LAYERS.value
   config.method = method
   config.num_seeds = _SEEDS.value
   if method == 'galore':
