@@ -6,7 +6,8 @@ Every method tunes its lr over `--lrs` as one vmapped sweep (GaLore over `--galo
 `--galore_scales`, the paper's recipe lr 0.01, α 0.25 included by default) and keeps the member with
 the lowest final validation perplexity. GaLore's T is `--update_proj_gap` (0: 2% of the run, the
 paper's 200 of 10k). Prints and writes `<workdir>/table2.md`: method, lr (and α) chosen, validation
-perplexity, optimizer-state MiB, wall time, beside the paper's 60M column. Each run's row is kept in
+perplexity, optimizer-state MiB, wall time, beside the paper's 60M column, and `<workdir>/table2.png`,
+the chosen settings' validation curves. Each run's row is kept in
 `<workdir>/<method><--tag>/row.json`, so methods may run as separate processes (`--methods=galore`)
 and GaLore variants side by side (`--tag=_T50 --update_proj_gap=50`), with the table rebuilt from
 every row present.
@@ -20,6 +21,7 @@ import time
 from absl import app, flags
 import numpy as np
 
+from jaxdyn.core import figures
 from jaxdyn.core import metrics
 from jaxdyn.experiments import galore_pretrain as lib
 
@@ -90,6 +92,38 @@ def table(rows, config) -> str:
   return '\n'.join(lines) + '\n'
 
 
+def write_curves(rows, config, workdir: str) -> str:
+  """`<workdir>/table2.png`: validation perplexity (seed mean) against step for each method's best
+  row, and its excess over full-rank AdamW's best row (%), from the first evaluation after step 0."""
+  best = {}
+  for r in rows:
+    if r['method'] not in best or r['perplexity'] < best[r['method']]['perplexity']:
+      best[r['method']] = r
+  curves = {}
+  for method, r in best.items():
+    setting = {'lr': r['lr']}
+    if r.get('scale') is not None:
+      setting['galore_scale'] = r['scale']
+    name = method + r.get('tag', '')
+    steps, values = lib.seed_mean_curve(metrics.read_metrics(os.path.join(workdir, name)), setting)
+    shown = ', '.join(f'{k} {v:g}' for k, v in setting.items())
+    curves[f'{name} ({shown})'] = (steps[steps > 0], values[steps > 0])
+  panels = {'validation perplexity (bytes)': curves}
+  full = [label for label in curves if label.startswith('full_adamw')]
+  if full:
+    full_steps, full_values = curves[full[0]]
+    excess = {}
+    for label, (steps, values) in curves.items():
+      common, i, j = np.intersect1d(steps, full_steps, return_indices=True)
+      excess[label] = (common, 100 * (values[i] / full_values[j] - 1))
+    panels['excess over full-rank AdamW (%)'] = excess
+  m = config.model
+  return figures.plot_lines(
+      panels, path=os.path.join(workdir, 'table2.png'), log_y=('validation perplexity (bytes)',),
+      title=f'KJV bytes, LLaMA decoder d_model {m.d_model}, {m.num_layers} layers, '
+      f'{config.train.steps} steps; each method\'s best setting, mean over seeds')
+
+
 def main(argv):
   del argv
   metrics.show_progress_logs()
@@ -124,6 +158,7 @@ def main(argv):
   with open(os.path.join(_WORKDIR.value, 'table2.md'), 'w') as f:
     f.write(report)
   print(report)
+  print('figure:', write_curves(rows, config, _WORKDIR.value))
 
 
 if __name__ == '__main__':

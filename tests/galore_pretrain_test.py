@@ -80,6 +80,19 @@ class GalorePretrainTest(parameterized.TestCase):
     self.assertEqual((config.opt.lr, config.galore.scale, config.galore.rank,
                       config.galore.update_proj_gap), (0.01, 0.25, 128, 200))
 
+  def test_seed_mean_curve_averages_the_chosen_setting_over_seeds(self):
+    record = lambda step, member, lr, seed, p: {'step': step, 'member': member, 'lr': lr,
+                                                'seed': seed, 'eval/perplexity': p}
+    records = [record(0, 0, 0.01, 0, 9.0), record(0, 1, 0.01, 1, 7.0), record(0, 2, 0.03, 0, 1.0),
+               {'step': 5, 'member': 0, 'lr': 0.01, 'seed': 0, 'train/loss': 3.0},
+               record(10, 0, 0.01, 0, 5.0), record(10, 1, 0.01, 1, 4.0),
+               record(20, 0, 0.01, 0, 3.0)]   # seed 1 not evaluated at 20 (a killed run): dropped
+    steps, mean = lib.seed_mean_curve(records, {'lr': 0.01})
+    np.testing.assert_array_equal(steps, [0, 10])
+    np.testing.assert_allclose(mean, [8.0, 4.5])
+    with self.assertRaisesRegex(ValueError, 'no eval/perplexity'):
+      lib.seed_mean_curve(records, {'lr': 0.1})
+
   def test_bad_method_is_refused(self):
     config = tiny('galore')
     config.method = 'sgd'

@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 
@@ -43,6 +44,33 @@ def plot_curves(history: Mapping[str, np.ndarray], members: Sequence[Mapping], *
   fig.suptitle(title)
   fig.tight_layout()
   os.makedirs(os.path.dirname(path), exist_ok=True)
+  fig.savefig(path, dpi=120)
+  plt.close(fig)
+  return path
+
+
+
+def plot_lines(panels: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]], *, path: str,
+               title: str = '', xlabel: str = 'step', log_y: Sequence[str] = ()) -> str:
+  """Side-by-side panels (panel title -> {label -> (x, y)}), a labelled line per entry; a label
+  keeps its colour across panels. Returns the path written."""
+  labels = list(dict.fromkeys(label for curves in panels.values() for label in curves))
+  colors = dict(zip(labels, plt.cm.tab10(np.arange(len(labels)) % 10)))
+  fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+  for ax, (panel, curves) in zip(axes[0], panels.items()):
+    for label, (x, y) in curves.items():
+      ax.plot(x, y, marker='o', ms=3, lw=1.4, color=colors[label], label=label)
+    if panel in log_y:
+      ax.set_yscale('log')
+      ax.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+      ax.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_title(panel, fontsize=9)
+    ax.grid(alpha=0.3, which='both')
+  axes[0][0].legend(fontsize=7, loc='best')
+  fig.suptitle(title, fontsize=9)
+  fig.tight_layout()
+  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
   fig.savefig(path, dpi=120)
   plt.close(fig)
   return path

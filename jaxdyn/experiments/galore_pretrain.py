@@ -310,3 +310,22 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
                       panels={'validation perplexity': ('eval/perplexity',)},
                       path=os.path.join(result.workdir, 'figures', 'curves.png'), title=title,
                       log_y=('validation perplexity',))
+
+
+def seed_mean_curve(records: list[dict], setting: dict) -> tuple[np.ndarray, np.ndarray]:
+  """(steps, validation perplexity averaged over seeds) of the members run with `setting`.
+
+  `records` are a run's metrics.jsonl lines; a member matches when each key of `setting` (e.g. lr,
+  galore_scale) has the given value. Steps where not every matching member was evaluated are
+  dropped, so the mean is always over the same seeds.
+  """
+  by_step: dict[int, list[float]] = {}
+  members = set()
+  for r in records:
+    if 'eval/perplexity' in r and all(r.get(k) == v for k, v in setting.items()):
+      by_step.setdefault(r['step'], []).append(r['eval/perplexity'])
+      members.add(r['member'])
+  if not by_step:
+    raise ValueError(f'no eval/perplexity records for the members with {setting}')
+  steps = sorted(s for s, values in by_step.items() if len(values) == len(members))
+  return np.asarray(steps), np.asarray([np.mean(by_step[s]) for s in steps])
