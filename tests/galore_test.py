@@ -94,6 +94,35 @@ class ProjectionMathsTest(parameterized.TestCase):
     for a, b in zip(ours_flax, ours_torch):
       jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y.T, atol=1e-5), a, b)
 
+  @parameterized.named_parameters(
+      ('adam', optax.scale_by_adam),
+      ('adafactor', lambda: optax.scale_by_factored_rms(min_dim_size_to_factor=2)),
+      ('lion', optax.scale_by_lion),
+      ('sgd_momentum', lambda: optax.trace(0.9)),
+  )
+  def test_any_params_free_inner_runs_on_the_projected_gradient(self, make_inner):
+    """update = scale * P inner(P^T G): the inner transform (its own state on r x n moments) sees
+    exactly the projected gradients, across a refresh (T = 2, steps 0..4)."""
+    rank, scale, steps = 3, 0.5, 5
+    params = {'w': jnp.zeros((6, 10))}   # wide, std: P is 6 x 3, R = P^T G is 3 x 10
+    updates, states = run(galore_lib.scale_by_galore(rank, 2, scale, make_inner()), params, steps)
+    inner = make_inner()
+    inner_state = inner.init({'w': jnp.zeros((rank, 10))})
+    for step in range(steps):
+      p = states[step].left['w']
+      np.testing.assert_allclose(p.T @ p, np.eye(rank), atol=1e-5)
+      low_rank = {'w': p.T @ random_grads(params, step)['w']}
+      expected, inner_state = inner.update(low_rank, inner_state, low_rank)   # shapes only
+      np.testing.assert_allclose(updates[step]['w'], scale * p @ expected['w'], atol=1e-5)
+    jax.tree.map(lambda a, b: self.assertEqual(a.shape, b.shape),
+                 states[-1].inner_state, inner_state)
+
+  def test_inner_reading_projected_param_values_is_a_clear_error(self):
+    tx = galore_lib.scale_by_galore(2, 2, inner=optax.add_decayed_weights(0.1))
+    params = {'w': jnp.ones((6, 10))}
+    with self.assertRaisesRegex(TypeError, 'read the value of a projected leaf'):
+      tx.update(params, tx.init(params), params)
+
   def test_unselected_leaves_get_the_plain_inner_update(self):
     params = {'attn': {'kernel': jnp.zeros((8, 8))}, 'embed': jnp.zeros((8, 8))}
     mask = {'attn': {'kernel': True}, 'embed': False}

@@ -328,6 +328,20 @@ def _map_moments(inner_state, low_rank_tree, plans, fn):
   return jax.tree_util.tree_map_with_path(visit, inner_state, is_leaf=is_moment_tree)
 
 
+def _inner_params(low_rank, plans, params):
+  """What the inner transform gets as `params`: shapes only (`jax.ShapeDtypeStruct`) of the
+  projected leaves' low-rank gradients, the real leaf elsewhere (when params are given).
+
+  Shape-only uses work (Adafactor's `scale_by_factored_rms` factors the r x n moments); an inner
+  transform that reads parameter values on a projected leaf fails when traced instead of
+  silently reading a wrong-shaped or zero matrix.
+  """
+  params = jax.tree.map(lambda _: None, low_rank) if params is None else params
+  return jax.tree.map(
+      lambda g, plan, p: jax.ShapeDtypeStruct(g.shape, g.dtype)
+      if plan.projected or p is None else p, low_rank, plans, params, is_leaf=lambda x: x is None)
+
+
 def scale_by_galore(
     rank: Union[int, Callable[[Path, jax.Array], int]],
     update_proj_gap: int = 200,
@@ -352,8 +366,11 @@ def scale_by_galore(
     rank: r, an int or a callable (path, leaf) -> int.
     update_proj_gap: T; projectors are refreshed at steps 0, T, 2T, ...
     scale: alpha, multiplies the back-projected update of selected leaves.
-    inner: params-free transform run on the low-rank gradients and on the
-      unselected leaves; defaults to `optax.scale_by_adam()`.
+    inner: transform run on the low-rank gradients and on the unselected
+      leaves; defaults to `optax.scale_by_adam()`. It may read the shapes of
+      its params (Adafactor's factoring does): for a projected leaf it gets a
+      `jax.ShapeDtypeStruct` of the low-rank shape, for the others the leaf.
+      Value-reading parts (weight decay, parameter scale) go outside GaLore.
     side: 'std', 'reverse_std', 'left', 'right' or 'full' (see module doc).
     layout: 'flax' for (in, out) kernels, 'torch' for (out, in) weights.
     moments: on a refresh, 'keep' the inner moments (reference), 'reset' them
@@ -460,7 +477,6 @@ def scale_by_galore(
     return unflatten(new_left), unflatten(new_right), unflatten(new_fail), inner_state
 
   def update_fn(updates, state, params=None):
-    del params
     plans = plans_for(updates)
     # Only what a refresh changes is passed through the conditional (with `keep` the moments stay
     # outside it); `at_most_once` keeps the SVDs off the other steps also under a vmapped sweep.
@@ -477,7 +493,16 @@ def scale_by_galore(
     low_rank = jax.tree.map(
         lambda g, plan, p, q: _project(g, p, q, plan) if plan.projected else g,
         updates, plans, left, right)
-    inner_updates, inner_state = inner.update(low_rank, inner_state, None)
+    try:
+      inner_updates, inner_state = inner.update(low_rank, inner_state,
+                                                _inner_params(low_rank, plans, params))
+    except TypeError as e:
+      if 'ShapeDtypeStruct' not in str(e):
+        raise
+      raise TypeError(
+          'GaLore: the inner transform read the value of a projected leaf\'s params; it gets '
+          'only their low-rank shapes. Chain value-reading transforms (weight decay, parameter '
+          f'scale) after scale_by_galore instead. ({e})') from e
 
     def back(u, g, plan, p, q):
       if plan.mode == 'skip':
