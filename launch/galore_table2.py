@@ -99,23 +99,22 @@ def write_curves(rows, config, workdir: str) -> str:
   for r in rows:
     if r['method'] not in best or r['perplexity'] < best[r['method']]['perplexity']:
       best[r['method']] = r
-  curves = {}
+  curves, labels = {}, {}
   for method, r in best.items():
     setting = {'lr': r['lr']}
     if r.get('scale') is not None:
       setting['galore_scale'] = r['scale']
     name = method + r.get('tag', '')
     steps, values = lib.seed_mean_curve(metrics.read_metrics(os.path.join(workdir, name)), setting)
-    shown = ', '.join(f'{k} {v:g}' for k, v in setting.items())
-    curves[f'{name} ({shown})'] = (steps[steps > 0], values[steps > 0])
-  panels = {'validation perplexity (bytes)': curves}
-  full = [label for label in curves if label.startswith('full_adamw')]
-  if full:
-    full_steps, full_values = curves[full[0]]
+    labels[method] = f'{name} ({", ".join(f"{k} {v:g}" for k, v in setting.items())})'
+    curves[method] = (steps[steps > 0], values[steps > 0])
+  panels = {'validation perplexity (bytes)': {labels[k]: c for k, c in curves.items()}}
+  if 'full_adamw' in curves:
+    full_steps, full_values = curves['full_adamw']
     excess = {}
-    for label, (steps, values) in curves.items():
+    for method, (steps, values) in curves.items():
       common, i, j = np.intersect1d(steps, full_steps, return_indices=True)
-      excess[label] = (common, 100 * (values[i] / full_values[j] - 1))
+      excess[labels[method]] = (common, 100 * (values[i] / full_values[j] - 1))
     panels['excess over full-rank AdamW (%)'] = excess
   m = config.model
   return figures.plot_lines(

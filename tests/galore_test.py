@@ -100,7 +100,7 @@ class ProjectionMathsTest(parameterized.TestCase):
       ('lion', optax.scale_by_lion),
       ('sgd_momentum', lambda: optax.trace(0.9)),
   )
-  def test_any_params_free_inner_runs_on_the_projected_gradient(self, make_inner):
+  def test_each_inner_transform_runs_on_the_projected_gradient(self, make_inner):
     """update = scale * P inner(P^T G): the inner transform (its own state on r x n moments) sees
     exactly the projected gradients, across a refresh (T = 2, steps 0..4)."""
     rank, scale, steps = 3, 0.5, 5

@@ -49,7 +49,6 @@ def plot_curves(history: Mapping[str, np.ndarray], members: Sequence[Mapping], *
   return path
 
 
-
 def plot_lines(panels: Mapping[str, Mapping[str, tuple[np.ndarray, np.ndarray]]], *, path: str,
                title: str = '', xlabel: str = 'step', log_y: Sequence[str] = ()) -> str:
   """Side-by-side panels (panel title -> {label -> (x, y)}), a labelled line per entry; a label

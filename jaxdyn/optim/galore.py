@@ -330,16 +330,17 @@ def _map_moments(inner_state, low_rank_tree, plans, fn):
 
 def _inner_params(low_rank, plans, params):
   """What the inner transform gets as `params`: shapes only (`jax.ShapeDtypeStruct`) of the
-  projected leaves' low-rank gradients, the real leaf elsewhere (when params are given).
+  projected leaves' low-rank gradients, the real leaf elsewhere (all shapes when params is None).
 
   Shape-only uses work (Adafactor's `scale_by_factored_rms` factors the r x n moments); an inner
   transform that reads parameter values on a projected leaf fails when traced instead of
   silently reading a wrong-shaped or zero matrix.
   """
-  params = jax.tree.map(lambda _: None, low_rank) if params is None else params
-  return jax.tree.map(
-      lambda g, plan, p: jax.ShapeDtypeStruct(g.shape, g.dtype)
-      if plan.projected or p is None else p, low_rank, plans, params, is_leaf=lambda x: x is None)
+  shape_of = lambda g: jax.ShapeDtypeStruct(g.shape, g.dtype)
+  if params is None:
+    return jax.tree.map(shape_of, low_rank)
+  return jax.tree.map(lambda g, plan, p: shape_of(g) if plan.projected else p,
+                      low_rank, plans, params)
 
 
 def scale_by_galore(
