@@ -102,8 +102,9 @@ class Irrep(NamedTuple):
 
 def irreps(group, seed=0):
   """All complex irreps, by splitting the left-regular representation R(g)[g·x, x] = 1 with a random
-  Hermitian element of its commutant: each eigenspace of H = Σ_g R(g) A R(g)ᵀ is one irreducible subspace, and equal
-  characters identify equivalent copies. Sorted by dimension (the trivial irrep first), real before complex."""
+  Hermitian element of its commutant: each eigenspace of H = Σ_g R(g) A R(g)ᵀ is one irreducible
+  subspace, and equal characters identify equivalent copies. Sorted by dimension (the trivial irrep
+  first), real before complex."""
   n = len(group.table)
   # R(g) permutes coordinates: (R(g) v)[y] = v[p_g[y]] with p_g the inverse of x ↦ g·x, so
   # R(g) B R(g)ᵀ = B[p_g][:, p_g] and U† R(g) U = U† U[p_g]: O(|G|³) instead of dense O(|G|⁵) sums.
