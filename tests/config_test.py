@@ -75,7 +75,7 @@ class ConfigTest(parameterized.TestCase):
     modular_addition.check_config(config)
 
   def test_every_variant_is_valid(self):
-    for variant in modular_addition.VARIANTS:
+    for variant in modular_addition.EXPERIMENT.variant_names:
       modular_addition.check_config(modular_addition.get_config(variant))
     with self.assertRaisesRegex(ValueError, 'unknown variant'):
       modular_addition.get_config('huge')

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
@@ -86,3 +87,28 @@ class Checkpointer:
 def abstract_like(tree: Any) -> Any:
   """ShapeDtypeStructs (with shardings) of a concrete tree, the target of a restore."""
   return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=x.sharding), tree)
+
+
+def load_state(workdir: str, step: int | None = None) -> tuple[int, Any]:
+  """(step, train state) of a run's checkpoint at `step` (default: the latest), read without a
+  template, as host numpy arrays: {'step', 'members': {'params', 'opt_state', 'key'}}, every member
+  leaf with the sweep axis first. For analysis after training (a notebook, a report)."""
+  directory = os.path.join(os.path.abspath(workdir), 'checkpoints')
+  if not os.path.isdir(directory):
+    raise FileNotFoundError(f'{workdir} has no checkpoints/ folder: was it a run\'s workdir?')
+  with ocp.CheckpointManager(directory) as manager:
+    steps = manager.all_steps()
+    if step is None:
+      if not steps:
+        raise FileNotFoundError(f'no checkpoint in {directory}')
+      step = max(steps)
+    elif step not in steps:
+      raise FileNotFoundError(f'no checkpoint of step {step} in {directory}; '
+                              f'saved steps: {sorted(steps)}')
+    restored = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore()))
+  return step, jax.tree.map(np.asarray, restored.state)
+
+
+def load_params(workdir: str, step: int | None = None) -> Any:
+  """Every member's params at `step` (default: the latest checkpoint), sweep axis first."""
+  return load_state(workdir, step)[1]['members']['params']

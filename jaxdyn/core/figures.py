@@ -1,4 +1,8 @@
-"""Figures every experiment writes to `<workdir>/figures/` (matplotlib, Agg backend: no display)."""
+"""Figures every experiment writes to `<workdir>/figures/` (matplotlib, Agg backend: no display).
+
+The one place the backend is chosen: a module that draws imports `plt` from here
+(`from jaxdyn.core.figures import plt`) and writes with `save(fig, path)`.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,14 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
+
+
+def save(fig, path: str, dpi: int = 120) -> str:
+  """Writes `fig` to `path` (creating its folder), closes it, and returns the path."""
+  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+  fig.savefig(path, dpi=dpi)
+  plt.close(fig)
+  return path
 
 
 def member_label(member: Mapping) -> str:

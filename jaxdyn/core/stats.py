@@ -8,13 +8,7 @@ import jax.numpy as jnp
 
 def path_name(path) -> str:
   """'params/W_a' style name of a tree path."""
-  parts = []
-  for entry in path:
-    for attr in ('key', 'name', 'idx'):
-      if hasattr(entry, attr):
-        parts.append(str(getattr(entry, attr)))
-        break
-  return '/'.join(parts)
+  return jax.tree_util.keystr(path, simple=True, separator='/')
 
 
 def tree_norms(tree, prefix: str) -> dict[str, jax.Array]:

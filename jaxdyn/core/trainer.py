@@ -31,6 +31,7 @@ from absl import logging
 from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import results as results_lib
 from jaxdyn.core.config import ConfigError, differing_fields
 from jaxdyn.core.stats import tree_norms
 
@@ -50,7 +51,8 @@ class Task:
     data-order state (fold in the step for fresh samples, or the epoch for a permutation)
   evaluate(params, data) -> dict of metrics: scalars are logged, arrays are kept in the history
 
-  `data` is a pytree whose leaves have a leading sweep axis (each member its own split, say);
+  `data` is a pytree whose leaves have a leading sweep axis (each member its own split, say), or None
+  where members have no data of their own;
   `hparams` maps names to arrays of shape (S,) and labels the members in the metrics. `hparams['seed']`
   seeds the member's parameters and data order. `shared_data` (a dict, no sweep axis, replicated:
   a text corpus, say) is merged into each member's `data` dict before get_batch and evaluate see it.
@@ -60,8 +62,8 @@ class Task:
   make_optimizer: Callable[[Hparams], optax.GradientTransformation]
   get_batch: Callable[..., Batch]
   evaluate: Callable[..., dict] | None
-  data: Any
   hparams: dict[str, np.ndarray]
+  data: Any = None
   shared_data: dict | None = None
 
   @property
@@ -145,7 +147,9 @@ def _member_step(task: Task, mesh, with_stats: bool, member, step, data, shared,
 
 
 def _with_shared(data, shared):
-  return data if shared is None else {**data, **shared}
+  if shared is None:
+    return data
+  return dict(shared) if data is None else {**data, **shared}
 
 
 def _evaluate(task: Task, params, data, shared) -> dict:
@@ -259,7 +263,8 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
     _check_same_run(meta, config_json, workdir)
     logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
     metrics_lib.truncate_after(workdir, step0)
-    history_prefix = _read_history(workdir, step0, len(members))
+    prefix = results_lib.history_from_records(metrics_lib.read_metrics(workdir), len(members), step0)
+    history_prefix = ([int(s) for s in prefix.pop('step')], {k: list(v) for k, v in prefix.items()})
   step = int(jax.device_get(state['step']))
 
   writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,
@@ -327,20 +332,3 @@ def _check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:
   if diff:
     raise ConfigError(f'workdir {workdir} holds checkpoints of a different config (fields '
                       f'{", ".join(diff)} differ); use a new workdir or the original config')
-
-
-def _read_history(workdir: str, step: int, num_members: int):
-  """Rebuilds the in-memory history of the steps before a resume from metrics.jsonl."""
-  by_step: dict[int, dict[str, list]] = {}
-  for record in metrics_lib.read_metrics(workdir):
-    if record['step'] > step:
-      continue
-    row = by_step.setdefault(record['step'], {})
-    for k, v in record.items():
-      if '/' in k:
-        row.setdefault(k, [np.nan] * num_members)[record['member']] = float(v)
-  steps = sorted(by_step)
-  names = sorted({k for row in by_step.values() for k in row})
-  records = {k: [np.asarray(by_step[s].get(k, [np.nan] * num_members)) for s in steps]
-             for k in names}
-  return steps, records

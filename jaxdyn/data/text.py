@@ -123,6 +123,25 @@ def kjv_splits(tokenizer: str = 'bytes', vocab_size: int = 4096,
   raise ValueError(f"Unknown tokenizer {tokenizer!r}; expected 'bytes' or 'words'.")
 
 
+def eval_windows(tokens: np.ndarray, num_windows: int, seq_len: int,
+                 stride: int | None = None) -> np.ndarray:
+  """The first `num_windows` windows of seq_len + 1 tokens (inputs and their next-token targets),
+  starting every `stride` tokens: stride = seq_len (the default) predicts each held-out token once,
+  consecutive windows sharing one boundary token; seq_len + 1 makes them disjoint. Raises (naming
+  `data.eval_windows`) when the tokens hold fewer windows than asked."""
+  stride = seq_len if stride is None else stride
+  if stride < 1:
+    raise ValueError(f'stride must be >= 1, got {stride}')
+  available = max(0, (len(tokens) - (seq_len + 1)) // stride + 1)
+  if num_windows > available:
+    raise ValueError(f'data.eval_windows={num_windows} windows of {seq_len + 1} tokens every {stride} '
+                     f'need {(num_windows - 1) * stride + seq_len + 1} held-out tokens; the split has '
+                     f'{len(tokens)} (room for {available} windows).')
+  starts = np.arange(num_windows) * stride
+  return np.stack([tokens[s:s + seq_len + 1] for s in starts]) if num_windows else (
+      np.zeros((0, seq_len + 1), tokens.dtype))
+
+
 def random_crops(tokens: jax.Array, key: jax.Array, batch_size: int, seq_len: int) -> jax.Array:
   """`batch_size` windows of `seq_len` tokens at uniform random starts (jit-friendly).
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from jaxdyn.analysis import fourier
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import experiment
 from jaxdyn.core import figures
-from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
 from jaxdyn.data import modular as data_lib
 from jaxdyn.models import modular as model_lib
@@ -26,11 +26,10 @@ from jaxdyn.optim import factory
 
 
 def default_config() -> ml_collections.ConfigDict:
-  """Every field a modular-arithmetic run can set (the schema `check_config` holds configs to)."""
-  c = ml_collections.ConfigDict()
-  c.experiment = 'modular_addition'
-  c.seed = 0                 # members use seeds seed, seed+1, ..., seed+num_seeds-1
-  c.num_seeds = 4
+  """d=23, q=512, 4 seeds, Adam with coupled L2, centred MSE, 10k full-batch steps (the main job)."""
+  c = experiment.base_config('modular_addition', num_seeds=4, steps=10_000, eval_every=10,
+                             checkpoint_every=2_000, steps_per_dispatch=1_000,
+                             progress_every_secs=5.0, tensorboard=True)
   c.loss = 'mse'             # 'mse' (the papers' centred MSE) or 'cross_entropy'
   c.data = ml_collections.ConfigDict(dict(
       modulus=23, operation='add', train_fraction=0.9,
@@ -40,53 +39,42 @@ def default_config() -> ml_collections.ConfigDict:
   c.opt = ml_collections.ConfigDict(dict(name='adam', lr=0.01, wd=1e-4, b1=0.9, b2=0.999, eps=1e-8,
                                          momentum=0.9))
   c.sweep = ml_collections.ConfigDict(dict(lr=(), wd=()))   # lists: each value × each seed
-  c.train = ml_collections.ConfigDict(dict(
-      steps=10_000, eval_every=10, checkpoint_every=2_000, keep_checkpoints=3,
-      steps_per_dispatch=1_000, progress_every_secs=5.0, tensorboard=True))
-  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))   # -1: automatic
   # fourier: track the CoGS r-monitors in `evaluate`; at the end write fourier.json and its figures
   c.analysis = ml_collections.ConfigDict(dict(fourier=False))
   return c
 
 
-VARIANTS = ('default', 'tiny', 'grokking', 'paper')
+def _tiny(c: ml_collections.ConfigDict) -> None:
+  """A few steps of a small net (tests)."""
+  c.num_seeds = 2
+  c.data.modulus = 7
+  c.model.hidden = 16
+  c.train.update(steps=40, eval_every=5, checkpoint_every=20, steps_per_dispatch=20,
+                 tensorboard=False)
 
 
-def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
-  """The default config or a variant of it (what `configs/modular_addition.py:<variant>` returns).
-
-  default   the main job: d=23, q=512, 4 seeds, Adam with coupled L2, centred MSE, 10k full-batch steps
-  tiny      a few steps of a small net (tests)
-  grokking  a small train fraction: test accuracy jumps long after train accuracy
-  paper     CoGS Table 2's d=127 setting (wd 5e-5, 5 seeds), 10k epochs
-  """
-  config = default_config()
-  variant = variant or 'default'
-  if variant == 'tiny':
-    config.num_seeds = 2
-    config.data.modulus = 7
-    config.model.hidden = 16
-    config.train.update(steps=40, eval_every=5, checkpoint_every=20, steps_per_dispatch=20,
-                        tensorboard=False)
-  elif variant == 'grokking':
-    # Measured (docs/modular.md): train accuracy >= 99% by step 10, test >= 95% only at ~1300.
-    config.data.train_fraction = 0.4
-    config.train.update(steps=6_000, checkpoint_every=2_000)
-  elif variant == 'paper':
-    config.num_seeds = 5
-    config.seed = 1
-    config.data.modulus = 127
-    config.opt.wd = 5e-5
-    config.analysis.fourier = True
-    config.train.update(steps=10_000, checkpoint_every=1_000)
-  elif variant != 'default':
-    raise ValueError(f'unknown variant {variant!r}; valid: {", ".join(VARIANTS)}')
-  return config
+def _grokking(c: ml_collections.ConfigDict) -> None:
+  """A small train fraction: test accuracy jumps long after train accuracy."""
+  # Measured (docs/modular.md): train accuracy >= 99% by step 10, test >= 95% only at ~1300.
+  c.data.train_fraction = 0.4
+  c.train.update(steps=6_000, checkpoint_every=2_000)
 
 
-def check_config(config: ml_collections.ConfigDict) -> None:
-  """Refuses unknown fields, wrong types and bad values before anything is compiled."""
-  config_lib.check_fields(config, default_config())
+def _paper(c: ml_collections.ConfigDict) -> None:
+  """CoGS Table 2's d=127 setting (wd 5e-5, 5 seeds), 10k epochs, Fourier analysis on."""
+  c.num_seeds = 5
+  c.seed = 1
+  c.data.modulus = 127
+  c.opt.wd = 5e-5
+  c.analysis.fourier = True
+  c.train.update(steps=10_000, checkpoint_every=1_000)
+
+
+VARIANTS = {'tiny': _tiny, 'grokking': _grokking, 'paper': _paper}
+
+
+def check_values(config: ml_collections.ConfigDict) -> None:
+  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
   config_lib.require(config.data.modulus >= 2, 'data.modulus', config.data.modulus, 'must be >= 2')
   config_lib.require(0 < config.data.train_fraction <= 1, 'data.train_fraction',
                      config.data.train_fraction, 'must be in (0, 1]')
@@ -96,8 +84,7 @@ def check_config(config: ml_collections.ConfigDict) -> None:
   config_lib.require_choice(config, 'loss', model_lib.LOSSES)
   config_lib.require(not config.analysis.fourier or config.data.operation == 'add', 'analysis.fourier',
                      config.analysis.fourier, 'the Fourier analysis (CoGS) is for data.operation=add')
-  config_lib.require_positive(config, 'num_seeds', 'model.hidden', 'opt.lr', 'sweep.lr')
-  config_lib.require_train_schedule(config)
+  config_lib.require_positive(config, 'model.hidden', 'opt.lr', 'sweep.lr')
   config_lib.require_nonnegative(config, 'opt.wd', 'sweep.wd', 'data.batch_size')
   num_train = int(round(config.data.train_fraction * config.data.modulus ** 2))
   config_lib.require(num_train >= 1, 'data.train_fraction', config.data.train_fraction,
@@ -107,9 +94,8 @@ def check_config(config: ml_collections.ConfigDict) -> None:
 
 
 def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
-  seeds = [config.seed + i for i in range(config.num_seeds)]
-  return sweep_lib.grid(seeds, lr=config_lib.sweep_values(config.sweep.lr, config.opt.lr),
-                        wd=config_lib.sweep_values(config.sweep.wd, config.opt.wd))
+  return experiment.member_grid(config, lr=(config.sweep.lr, config.opt.lr),
+                                wd=(config.sweep.wd, config.opt.wd))
 
 
 def member_data(config: ml_collections.ConfigDict, seeds: np.ndarray) -> dict[str, np.ndarray]:
@@ -171,15 +157,11 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
                       get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
-  """Trains (or resumes) the sweep, writes metrics, checkpoints and figures to `workdir`."""
-  check_config(config)
-  task = build_task(config)
-  result = trainer.train_from_config(task, config, workdir)
+def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+  """curves.png; with `analysis.fourier`, fourier.json and the CoGS figures."""
   write_figures(result, config)
   if config.analysis.fourier:
     write_fourier_analysis(result, config)
-  return result
 
 
 def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
@@ -239,3 +221,8 @@ def write_fourier_analysis(result: trainer.TrainResult, config: ml_collections.C
 
 def _final_or_nan(result: trainer.TrainResult, name: str, member: int) -> float:
   return float(result.final(name)[member]) if name in result.history else float('nan')
+
+
+EXPERIMENT = experiment.Experiment(name='modular_addition', schema=default_config, variants=VARIANTS,
+                                   check=check_values, build_task=build_task, report=report)
+get_config, check_config, train_and_evaluate = EXPERIMENT.api()

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import optax
 
 ATTENTION_KINDS = ('softmax', 'linear', 'exponential', 'sink', 'softmax_plus_one')
 MLP_KINDS = ('relu', 'gelu', 'swiglu', 'none')
@@ -375,3 +376,8 @@ def forward_with_intermediates(config: DecoderConfig, params, tokens_BxT: jax.Ar
       hidden_states=tuple(sown['hidden_states']),
       attention_weights=tuple(layer['attn']['attention_weights'][0] for layer in layers),
       mlp_hidden=tuple(layer['mlp']['hidden'][0] for layer in layers if 'mlp' in layer))
+
+
+def next_token_loss(logits_BxTxV: jax.Array, targets_BxT: jax.Array) -> jax.Array:
+  """Mean cross-entropy of the next token, in nats per token (perplexity is its exponential)."""
+  return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits_BxTxV, targets_BxT))

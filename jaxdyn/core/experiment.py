@@ -1,0 +1,124 @@
+"""What every experiment shares around the trainer: config groups, variants, checks, the run path.
+
+An experiment module declares one `Experiment`:
+
+  EXPERIMENT = experiment.Experiment(
+      name='modular_addition', schema=default_config, variants=VARIANTS,
+      check=check_values, build_task=build_task, report=write_report)
+  get_config, check_config, train_and_evaluate = EXPERIMENT.api()
+
+* `schema()` returns every field a run may set, built on `base_config` (the `experiment`, `seed`,
+  `num_seeds`, `train` and `mesh` groups every experiment has, so none repeats them);
+* `variants` maps a variant name to a function that edits the default config in place (its docstring
+  is the variant's one-line help); `configs/<name>.py:<variant>` and notebooks get the same configs;
+* `check(config)` holds only the experiment's own value rules: unknown fields, wrong types, the train
+  schedule and `num_seeds` are checked here for all;
+* `build_task(config)` returns the `trainer.Task`; `report(result, config)` writes what the experiment
+  shows after training (figures, summaries) and may return a value that `train_and_evaluate` ignores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping, Sequence
+
+import ml_collections
+import numpy as np
+
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import sweep as sweep_lib
+from jaxdyn.core import trainer
+
+DEFAULT_TRAIN = dict(steps=1_000, eval_every=10, checkpoint_every=1_000, keep_checkpoints=3,
+                     steps_per_dispatch=1_000, progress_every_secs=10.0, tensorboard=False)
+
+
+def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
+                **train: Any) -> ml_collections.ConfigDict:
+  """The groups every experiment has; `train` overrides the schedule defaults (`DEFAULT_TRAIN`).
+
+  seed, num_seeds  members use seeds seed, seed + 1, ..., seed + num_seeds - 1
+  train            the schedule `trainer.schedule_from_config` reads (all counts in steps)
+  mesh             devices on the sweep and data axes; -1: automatic (`mesh.make_mesh`)
+  """
+  unknown = set(train) - set(DEFAULT_TRAIN)
+  if unknown:
+    raise TypeError(f'unknown train fields {sorted(unknown)}; valid: {sorted(DEFAULT_TRAIN)}')
+  c = ml_collections.ConfigDict()
+  c.experiment = name
+  c.seed = seed
+  c.num_seeds = num_seeds
+  c.train = ml_collections.ConfigDict({**DEFAULT_TRAIN, **train})
+  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))
+  return c
+
+
+def seeds(config: ml_collections.ConfigDict) -> list[int]:
+  """The sweep's seeds: seed, seed + 1, ..., seed + num_seeds - 1."""
+  return [config.seed + i for i in range(config.num_seeds)]
+
+
+def member_grid(config: ml_collections.ConfigDict,
+                **axes: tuple[Sequence[float], float]) -> dict[str, np.ndarray]:
+  """Sweep members: each seed × every combination of the axes. An axis is (the `sweep.*` list, the
+  single default used when that list is empty), e.g. `lr=(config.sweep.lr, config.opt.lr)`."""
+  return sweep_lib.grid(seeds(config), **{name: config_lib.sweep_values(values, default)
+                                          for name, (values, default) in axes.items()})
+
+
+Variant = Callable[[ml_collections.ConfigDict], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+  """One experiment: its config schema and variants, value checks, task and report (module doc)."""
+  name: str
+  schema: Callable[[], ml_collections.ConfigDict]
+  variants: Mapping[str, Variant]
+  check: Callable[[ml_collections.ConfigDict], None]
+  build_task: Callable[[ml_collections.ConfigDict], trainer.Task]
+  report: Callable[[trainer.TrainResult, ml_collections.ConfigDict], Any] | None = None
+
+  @property
+  def variant_names(self) -> tuple[str, ...]:
+    return ('default', *self.variants)
+
+  def get_config(self, variant: str | None = None) -> ml_collections.ConfigDict:
+    """The default config, or a variant of it (what `configs/<name>.py:<variant>` returns)."""
+    config = self.schema()
+    if variant in (None, '', 'default'):
+      return config
+    if variant not in self.variants:
+      raise ValueError(f'unknown variant {variant!r} of {self.name}; valid: '
+                       f'{", ".join(self.variant_names)}')
+    self.variants[variant](config)
+    return config
+
+  def describe_variants(self) -> str:
+    """One line per variant: its name and the first line of its docstring."""
+    lines = [f'default  {(self.schema.__doc__ or "").strip().splitlines()[0]}'
+             if self.schema.__doc__ else 'default']
+    for name, fn in self.variants.items():
+      doc = (fn.__doc__ or '').strip().splitlines()
+      lines.append(f'{name}  {doc[0] if doc else ""}'.rstrip())
+    return '\n'.join(lines)
+
+  def check_config(self, config: ml_collections.ConfigDict) -> None:
+    """Refuses unknown fields, wrong types and bad values before anything is compiled."""
+    config_lib.check_fields(config, self.schema())
+    config_lib.require_positive(config, 'num_seeds')
+    config_lib.require_train_schedule(config)
+    self.check(config)
+
+  def train_and_evaluate(self, config: ml_collections.ConfigDict,
+                         workdir: str) -> trainer.TrainResult:
+    """Checks the config, builds the task, trains (or resumes) it in `workdir`, then reports."""
+    self.check_config(config)
+    result = trainer.train_from_config(self.build_task(config), config, workdir)
+    if self.report is not None:
+      self.report(result, config)
+    return result
+
+  def api(self):
+    """(get_config, check_config, train_and_evaluate): the functions an experiment module exports."""
+    return self.get_config, self.check_config, self.train_and_evaluate
