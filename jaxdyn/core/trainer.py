@@ -202,13 +202,13 @@ class _History:
     self.writer, self.progress, self.checkpointer = writer, progress, checkpointer
     self.members = members
     self.steps: list[int] = []
-    self.records: dict[str, list] = {}
+    self.records: dict[str, dict[int, np.ndarray]] = {}   # name -> {index into steps: value}
     self.last_good_checkpoint: str | None = None
 
   def add(self, step: int, metrics: Mapping[str, np.ndarray]) -> None:
     self.steps.append(step)
     for name, value in metrics.items():
-      self.records.setdefault(name, []).append(np.asarray(value))
+      self.records.setdefault(name, {})[len(self.steps) - 1] = np.asarray(value)
     for m in range(len(self.members)):
       self.writer.write(step, m, {k: v[m] for k, v in metrics.items() if np.ndim(v[m]) == 0})
 
@@ -237,8 +237,16 @@ class _History:
         f'last good checkpoint: {where}')
 
   def arrays(self) -> dict[str, np.ndarray]:
+    """{'step': (E,), name: (E, S, ...)}: every metric aligned with the steps, NaN where it was not
+    logged (the training metrics at step 0, which has only the evaluation of the initial params)."""
     out = {'step': np.asarray(self.steps)}
-    out.update({k: np.stack(v) for k, v in self.records.items()})
+    for name, by_index in self.records.items():
+      values = [by_index.get(i) for i in range(len(self.steps))]
+      if any(v is None for v in values):
+        like = next(v for v in values if v is not None)
+        fill = np.full(like.shape, np.nan, np.result_type(like.dtype, np.float32))
+        values = [fill if v is None else v for v in values]
+      out[name] = np.stack(values)
     return out
 
 
@@ -264,7 +272,8 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
     logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
     metrics_lib.truncate_after(workdir, step0)
     prefix = results_lib.history_from_records(metrics_lib.read_metrics(workdir), len(members), step0)
-    history_prefix = ([int(s) for s in prefix.pop('step')], {k: list(v) for k, v in prefix.items()})
+    history_prefix = ([int(s) for s in prefix.pop('step')],
+                      {k: dict(enumerate(v)) for k, v in prefix.items()})
   step = int(jax.device_get(state['step']))
 
   writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,

@@ -1,4 +1,6 @@
-"""The training core on the modular task: golden numbers, resume, sweeps, failures."""
+"""The training core: first on a toy `Task` (linear regression, whose gradient-descent trajectory is
+known in closed form), so the trainer is specified without any experiment; then on the modular task:
+golden numbers, resume, sweeps, failures, and a real SIGKILL of the launcher."""
 
 import glob
 import json
@@ -10,11 +12,15 @@ import time
 
 from absl.testing import absltest, parameterized
 import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
 import orbax.checkpoint as ocp
 
 from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import results
+from jaxdyn.core import sweep
 from jaxdyn.core import trainer
 from jaxdyn.experiments import modular_addition
 
@@ -46,6 +52,123 @@ def final_params(workdir, step):
 
 def assert_trees_equal(a, b):
   jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
+# --------------------------------------------------------------------------- a toy task
+# Each member: least squares on its own (X, y), full-batch gradient descent from w0 = 0 at lr η.
+# loss(w) = ½‖Xw − y‖²/n, so w_{t+1} = w_t − η Xᵀ(Xw_t − y)/n: an exact recurrence to compare with.
+NUM_EXAMPLES, DIM = 12, 3
+
+
+def regression_data(seeds) -> dict[str, np.ndarray]:
+  xs, ys = [], []
+  for seed in seeds:
+    rng = np.random.default_rng(int(seed))
+    x = rng.normal(size=(NUM_EXAMPLES, DIM)).astype(np.float32)
+    xs.append(x)
+    ys.append((x @ rng.normal(size=DIM) + 0.1 * rng.normal(size=NUM_EXAMPLES)).astype(np.float32))
+  return {'x': np.stack(xs), 'y': np.stack(ys)}
+
+
+def regression_task(lrs=(0.1,), seeds=(0, 1), *, with_data=True, evaluate=True) -> trainer.Task:
+  hparams = sweep.grid(list(seeds), lr=list(lrs))
+  data = regression_data(hparams['seed'])
+
+  def loss_fn(params, batch, hp):
+    del hp
+    residual = batch['x'] @ params['w'] - batch['y']
+    return 0.5 * jnp.mean(residual ** 2), {'max_residual': jnp.max(jnp.abs(residual))}
+
+  def evaluate_fn(params, d):
+    return {'loss': loss_fn(params, d, None)[0], 'w0': params['w'][0]}
+
+  if with_data:
+    get_batch = lambda d, step, key: {'x': d['x'], 'y': d['y']}
+  else:   # no per-member data: every member fits the shared problem of seed 0
+    get_batch = lambda d, step, key: {'x': d['shared_x'], 'y': d['shared_y']}
+  shared = None if with_data else {'shared_x': data['x'][0], 'shared_y': data['y'][0]}
+  return trainer.Task(
+      init_params=lambda key, hp: {'w': jnp.zeros(DIM)},
+      loss_fn=loss_fn, make_optimizer=lambda hp: optax.sgd(hp['lr']), get_batch=get_batch,
+      evaluate=evaluate_fn if evaluate else None, hparams=hparams,
+      data=data if with_data else None, shared_data=shared)
+
+
+def gradient_descent(x, y, lr, steps):
+  """The closed-form recurrence in float64: w after each of `steps` steps."""
+  x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+  w, out = np.zeros(x.shape[1]), []
+  for _ in range(steps):
+    w = w - lr * x.T @ (x @ w - y) / len(y)
+    out.append(w)
+  return np.stack(out)
+
+
+def toy_schedule(steps=30, **kw):
+  return trainer.Schedule(**{'steps': steps, 'eval_every': 5, 'checkpoint_every': 10,
+                             'steps_per_dispatch': 10, **kw})
+
+
+class ToyTaskTest(parameterized.TestCase):
+
+  def test_members_follow_their_gradient_descent_recurrence(self):
+    task = regression_task(lrs=(0.05, 0.2), seeds=(3, 4))
+    result = trainer.train(task, toy_schedule(), self.create_tempdir().full_path,
+                           tensorboard=False)
+    self.assertEqual([(m['lr'], m['seed']) for m in result.members],
+                     [(0.05, 3), (0.05, 4), (0.2, 3), (0.2, 4)])
+    np.testing.assert_array_equal(result.history['step'], [0, 5, 10, 15, 20, 25, 30])
+    for m, member in enumerate(result.members):
+      path = gradient_descent(task.data['x'][m], task.data['y'][m], member['lr'], 30)
+      np.testing.assert_allclose(result.params['w'][m], path[-1], rtol=1e-4, atol=1e-6)
+      # eval/w0 is logged after steps 5, 10, ...; train/loss is the loss before the logged step.
+      np.testing.assert_allclose(result.history['eval/w0'][1:, m], path[4::5, 0], rtol=1e-4,
+                                 atol=1e-6)
+      residual = task.data['x'][m] @ path[28] - task.data['y'][m]
+      np.testing.assert_allclose(result.final('train/loss')[m], 0.5 * np.mean(residual ** 2),
+                                 rtol=1e-4)
+      np.testing.assert_allclose(result.final('train/max_residual')[m], np.abs(residual).max(),
+                                 rtol=1e-4)
+
+  def test_records_on_disk_equal_the_returned_history(self):
+    result = trainer.train(regression_task(), toy_schedule(), self.create_tempdir().full_path,
+                           tensorboard=False)
+    history, members = results.load_history(result.workdir)
+    self.assertEqual(members, result.members)
+    self.assertEqual(set(history), set(result.history))
+    for name, values in result.history.items():
+      np.testing.assert_allclose(history[name], values, rtol=1e-6)
+
+  def test_task_without_member_data_uses_shared_data(self):
+    task = regression_task(seeds=(0, 1), with_data=False, evaluate=False)
+    result = trainer.train(task, toy_schedule(steps=10), self.create_tempdir().full_path,
+                           tensorboard=False)
+    path = gradient_descent(task.shared_data['shared_x'], task.shared_data['shared_y'], 0.1, 10)
+    np.testing.assert_allclose(result.params['w'], np.stack([path[-1]] * 2), rtol=1e-4, atol=1e-6)
+    self.assertNotIn('eval/loss', result.history)
+
+  def test_resume_is_bit_identical(self):
+    straight = trainer.train(regression_task(), toy_schedule(), self.create_tempdir().full_path,
+                             tensorboard=False)
+    workdir = self.create_tempdir().full_path
+    trainer.train(regression_task(), toy_schedule(steps=10), workdir, tensorboard=False)
+    resumed = trainer.train(regression_task(), toy_schedule(), workdir, tensorboard=False)
+    np.testing.assert_array_equal(resumed.params['w'], straight.params['w'])
+    self.assertEqual(read_lines(workdir), read_lines(straight.workdir))
+    self.assertEqual(set(resumed.history), set(straight.history))
+    for name, values in straight.history.items():   # aligned with 'step', NaN where not logged
+      self.assertEqual(values.shape, (7,) if name == 'step' else (7, 2), name)
+      np.testing.assert_array_equal(resumed.history[name], values, err_msg=name)
+
+  def test_divergence_names_the_step_and_member(self):
+    task = regression_task(lrs=(0.1, 1e4))
+    with self.assertRaisesRegex(FloatingPointError,
+                                r'non-finite training loss at step \d+ .*member\(s\) \[2, 3\]'):
+      trainer.train(task, toy_schedule(steps=200, checkpoint_every=200, steps_per_dispatch=200),
+                    self.create_tempdir().full_path, tensorboard=False)
+
+
+# --------------------------------------------------------------------------- the modular task
 
 
 class TrainerTest(parameterized.TestCase):

@@ -1,0 +1,113 @@
+"""core.experiment: shared config groups, variants, checks and the one run path."""
+
+from absl.testing import absltest
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from jaxdyn.core import checkpoint
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import experiment
+from jaxdyn.core import trainer
+
+
+def schema():
+  """A toy: fit a constant to the member's target."""
+  c = experiment.base_config('toy', num_seeds=2, steps=6, eval_every=3, checkpoint_every=6,
+                             steps_per_dispatch=6)
+  c.opt = ml_collections.ConfigDict(dict(lr=0.5))
+  c.sweep = ml_collections.ConfigDict(dict(lr=()))
+  return c
+
+
+def _short(c):
+  """Two steps."""
+  c.train.update(steps=2, eval_every=1, checkpoint_every=2, steps_per_dispatch=2)
+
+
+def check(c):
+  config_lib.require(c.opt.lr < 1, 'opt.lr', c.opt.lr, 'must be < 1')
+
+
+def build_task(c):
+  hparams = experiment.member_grid(c, lr=(c.sweep.lr, c.opt.lr))
+  targets = hparams['seed'].astype(np.float32) + 1
+  return trainer.Task(
+      init_params=lambda key, hp: {'b': jnp.zeros(())},
+      loss_fn=lambda p, batch, hp: (0.5 * (p['b'] - batch) ** 2, {}),
+      make_optimizer=lambda hp: optax.sgd(hp['lr']),
+      get_batch=lambda d, step, key: d['target'],
+      evaluate=lambda p, d: {'b': p['b']}, hparams=hparams, data={'target': targets})
+
+
+REPORTED = []
+TOY = experiment.Experiment(name='toy', schema=schema, variants={'short': _short}, check=check,
+                            build_task=build_task,
+                            report=lambda result, config: REPORTED.append(result.workdir))
+
+
+class ExperimentTest(absltest.TestCase):
+
+  def test_base_config_has_the_shared_groups(self):
+    c = schema()
+    self.assertEqual(c.experiment, 'toy')
+    self.assertEqual(experiment.seeds(c), [0, 1])
+    self.assertEqual(set(c.train), set(experiment.DEFAULT_TRAIN))
+    self.assertEqual(c.mesh.to_dict(), {'sweep': -1, 'data': -1})
+    with self.assertRaisesRegex(TypeError, 'stepz'):
+      experiment.base_config('toy', stepz=3)
+
+  def test_member_grid_uses_the_default_when_the_sweep_list_is_empty(self):
+    c = schema()
+    np.testing.assert_allclose(experiment.member_grid(c, lr=(c.sweep.lr, c.opt.lr))['lr'],
+                               [0.5, 0.5])
+    c.sweep.lr = (0.1, 0.2)
+    grid = experiment.member_grid(c, lr=(c.sweep.lr, c.opt.lr))
+    np.testing.assert_allclose(grid['lr'], [0.1, 0.1, 0.2, 0.2])
+    np.testing.assert_array_equal(grid['seed'], [0, 1, 0, 1])
+
+  def test_variants(self):
+    self.assertEqual(TOY.variant_names, ('default', 'short'))
+    self.assertEqual(TOY.get_config('short').train.steps, 2)
+    self.assertEqual(TOY.get_config().train.steps, 6)
+    self.assertIn('short  Two steps.', TOY.describe_variants())
+    with self.assertRaisesRegex(ValueError, "unknown variant 'huge' of toy; valid: default, short"):
+      TOY.get_config('huge')
+
+  def test_checks_shared_and_own_rules(self):
+    c = TOY.get_config()
+    TOY.check_config(c)
+    for field, value, named in (('num_seeds', 0, 'num_seeds'), ('train.eval_every', 0,
+                                                                'train.eval_every'),
+                                ('opt.lr', 2.0, 'opt.lr')):
+      bad = TOY.get_config()
+      group, _, name = field.rpartition('.')
+      (bad[group] if group else bad)[name] = value
+      with self.assertRaisesRegex(config_lib.ConfigError, named):
+        TOY.check_config(bad)
+    loose = ml_collections.ConfigDict({**c.to_dict(), 'extra': 1})
+    with self.assertRaisesRegex(config_lib.ConfigError, "unknown config field 'extra'"):
+      TOY.check_config(loose)
+
+  def test_train_and_evaluate_trains_reports_and_checkpoints(self):
+    workdir = self.create_tempdir().full_path
+    result = TOY.train_and_evaluate(TOY.get_config(), workdir)
+    self.assertEqual(REPORTED[-1], workdir)
+    # b_{t+1} = b_t - lr (b_t - y): b_6 = y (1 - (1 - lr)^6)
+    np.testing.assert_allclose(result.params['b'], np.array([1.0, 2.0]) * (1 - 0.5 ** 6),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(checkpoint.load_params(workdir)['b'], result.params['b'])
+    np.testing.assert_array_equal(checkpoint.load_params(workdir, step=6)['b'], result.params['b'])
+    with self.assertRaisesRegex(FileNotFoundError, 'saved steps: \\[6\\]'):
+      checkpoint.load_params(workdir, step=3)
+    with self.assertRaisesRegex(FileNotFoundError, 'no checkpoints'):
+      checkpoint.load_params(self.create_tempdir().full_path)
+    get_config, check_config, run = TOY.api()
+    self.assertEqual(get_config('short').train.steps, 2)
+    self.assertIsNotNone(check_config)
+    self.assertIsNotNone(run)
+
+
+if __name__ == '__main__':
+  absltest.main()
