@@ -72,8 +72,8 @@ def optimizer_only_step(tx, params):
 def training_step(tx, model, params, tokens):
   """(jitted step, initial carry): next-byte loss, its gradient, update and apply."""
   def loss_fn(params):
-    logits = model.apply({'params': params}, tokens[:, :-1])
-    return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, tokens[:, 1:]))
+    return transformer.next_token_loss(model.apply({'params': params}, tokens[:, :-1]),
+                                       tokens[:, 1:])
 
   @functools.partial(jax.jit, donate_argnums=0)
   def step(carry):

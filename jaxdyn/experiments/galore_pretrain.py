@@ -6,17 +6,21 @@ the KJV bytes, validation perplexity on a fixed held-out tail, with one of five 
   full_adamw  AdamW on every parameter
   galore      GaLore-AdamW on the attention and MLP kernels (rank d_model/4, scale 0.25, T = 200,
               lr 0.01: the paper's recipe), AdamW on embeddings, head and norms
-  lora        frozen random kernels + trainable a·b (Hu et al., 2022); embeddings, head, norms trained
+  lora        frozen random kernels + trainable a·b (Hu et al., 2022); embeddings, head and norms
+              trained
   relora      LoRA merged and re-initialised every K steps, adapter state pruned, jagged lr
   low_rank    each attention / MLP kernel replaced by a·b, trained from scratch
 
-All share the schedule of the paper (10% linear warmup, cosine to 10%) and the same steps and tokens.
-A list in `sweep.lr` tunes a method's lr as one vmapped program (and `sweep.galore_scale` GaLore's α,
-crossed with the lrs).
+All share the schedule of the paper (10% linear warmup, cosine to 10%) and the same steps and
+tokens. A list in `sweep.lr` tunes a method's lr as one vmapped program (and `sweep.galore_scale`
+GaLore's α, crossed with the lrs). `table2_*` below turn one run per method into Table 2
+(launch/galore_table2.py).
 """
 
 from __future__ import annotations
 
+import glob
+import json
 import os
 
 import jax
@@ -26,8 +30,9 @@ import numpy as np
 import optax
 
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import experiment
 from jaxdyn.core import figures
-from jaxdyn.core import sweep as sweep_lib
+from jaxdyn.core import results
 from jaxdyn.core import trainer
 from jaxdyn.data import text
 from jaxdyn.models import transformer
@@ -48,16 +53,16 @@ PAPER_SHAPES = {
 
 
 def default_config() -> ml_collections.ConfigDict:
-  """Every field a pretraining run can set (the schema `check_config` holds configs to)."""
-  c = ml_collections.ConfigDict()
-  c.experiment = 'galore_pretrain'
+  """d_model 128, 4 layers, seq 128, batch 32, 10k steps, GaLore with the paper's recipe."""
+  c = experiment.base_config('galore_pretrain', steps=10_000, eval_every=500,
+                             checkpoint_every=2_500, keep_checkpoints=2, steps_per_dispatch=500,
+                             progress_every_secs=30.0, tensorboard=True)
   c.method = 'galore'        # one of METHODS
-  c.seed = 0
-  c.num_seeds = 1
   c.data = ml_collections.ConfigDict(dict(
       held_out_fraction=0.05,  # the last 5% of the bytes (the end of Revelation)
       seq_len=128, batch_size=32,
-      eval_windows=64))        # validation: the first eval_windows disjoint windows of the tail
+      eval_windows=64))        # validation: the first eval_windows windows of the tail, stride
+                               # seq_len (`text.eval_windows`; `check_values` refuses more than fit)
   c.model = ml_collections.ConfigDict(dict(num_layers=4, d_model=128, num_heads=4, multiple_of=32))
   c.opt = ml_collections.ConfigDict(dict(
       lr=0.01, wd=0.0, b1=0.9, b2=0.999, eps=1e-6,
@@ -76,54 +81,67 @@ def default_config() -> ml_collections.ConfigDict:
   c.sweep = ml_collections.ConfigDict(dict(
       lr=(),                   # a list: each value × each seed
       galore_scale=()))        # GaLore only: a list of scales α, crossed with lr
-  c.train = ml_collections.ConfigDict(dict(
-      steps=10_000, eval_every=500, checkpoint_every=2_500, keep_checkpoints=2,
-      steps_per_dispatch=500, progress_every_secs=30.0, tensorboard=True))
-  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))
   return c
 
 
-VARIANTS = ('default', 'tiny', 'cpu', 'paper', 'paper_130m', 'paper_350m', 'paper_1b')
+# The held-out 5% of the KJV bytes (207,140 bytes) holds 809 windows of 257 bytes at stride 256;
+# the paper variants asked for 1024 and were silently evaluated on these 809 until the window count
+# became a checked field (`check_values`), so the paper variants ask for exactly what fits.
+PAPER_EVAL_WINDOWS = 809
 
 
-def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
-  """The default config or a variant of it (what `configs/galore_pretrain.py:<variant>` returns).
+def _tiny(c: ml_collections.ConfigDict) -> None:
+  """A few steps of a 1-layer d_model 16 decoder (tests)."""
+  c.data.update(seq_len=8, batch_size=2, eval_windows=2)
+  c.model.update(num_layers=1, d_model=16, num_heads=2, multiple_of=8)
+  c.galore.update_proj_gap = 2
+  c.lora.update(reset_every=3, restart_warmup=1)
+  c.train.update(steps=4, eval_every=2, checkpoint_every=4, steps_per_dispatch=4, tensorboard=False)
 
-  default     d_model 128, 4 layers, seq 128, batch 32, 10k steps
-  tiny        a few steps of a 1-layer d_model 16 decoder (tests)
-  cpu         the shape of launch/galore_table2.py's comparison on two CPU cores
-  paper       the published 60M shape: d 512, 8 layers, 8 heads, seq 256, batch 512, 10k steps,
-              lr 0.01, scale 0.25, rank 128, T 200, 10% warmup then cosine to 10%
-  paper_130m  d 768, 12 layers, 12 heads, rank 256, 20k steps (Table 2's other columns:
-  paper_350m  d 1024, 24 layers, 16 heads, rank 256, 60k steps  350M and 1B at the same seq,
-  paper_1b    d 2048, 24 layers, 32 heads, rank 512, 100k steps  batch and recipe)
-  Byte tokens, not the paper's T5 tokenizer on C4: perplexities are per byte and not comparable
-  to the published numbers, only the ordering of the methods is.
-  """
-  config = default_config()
-  variant = variant or 'default'
-  if variant == 'tiny':
-    config.data.update(seq_len=8, batch_size=2, eval_windows=2)
-    config.model.update(num_layers=1, d_model=16, num_heads=2, multiple_of=8)
-    config.galore.update_proj_gap = 2
-    config.lora.update(reset_every=3, restart_warmup=1)
-    config.train.update(steps=4, eval_every=2, checkpoint_every=4, steps_per_dispatch=4,
-                        tensorboard=False)
-  elif variant == 'cpu':
-    config.data.update(seq_len=64, batch_size=16, eval_windows=128)
-    config.model.update(num_layers=2, d_model=64, num_heads=4)
-    scale_schedule_to(config, steps=1_200)
-  elif variant.startswith('paper'):
-    shape = PAPER_SHAPES[variant.partition('_')[2] or '60m']
-    config.data.update(seq_len=256, batch_size=512, eval_windows=1024)
-    config.model.update(num_layers=shape['num_layers'], d_model=shape['d_model'],
-                        num_heads=shape['num_heads'])
-    config.galore.rank = config.lora.rank = shape['rank']
-    scale_schedule_to(config, steps=shape['steps'])
-    config.train.update(eval_every=1_000, checkpoint_every=1_000, steps_per_dispatch=1_000)
-  elif variant != 'default':
-    raise ValueError(f'unknown variant {variant!r}; valid: {", ".join(VARIANTS)}')
-  return config
+
+def _cpu(c: ml_collections.ConfigDict) -> None:
+  """launch/galore_table2.py's comparison on two CPU cores: d 64, 2 layers, 1.2k steps."""
+  c.data.update(seq_len=64, batch_size=16, eval_windows=128)
+  c.model.update(num_layers=2, d_model=64, num_heads=4)
+  scale_schedule_to(c, steps=1_200)
+
+
+def _paper_shape(c: ml_collections.ConfigDict, size: str) -> None:
+  """Table 2's column `size` at seq 256, batch 512 and the paper's recipe (lr 0.01, α 0.25, T 2%,
+  10% warmup then cosine to 10%); validation on the PAPER_EVAL_WINDOWS held-out windows that fit.
+  Byte tokens, not the paper's T5 tokenizer on C4: perplexities are per byte and not comparable to
+  the published numbers, only the ordering of the methods is."""
+  shape = PAPER_SHAPES[size]
+  c.data.update(seq_len=256, batch_size=512, eval_windows=PAPER_EVAL_WINDOWS)
+  c.model.update(num_layers=shape['num_layers'], d_model=shape['d_model'],
+                 num_heads=shape['num_heads'])
+  c.galore.rank = c.lora.rank = shape['rank']
+  scale_schedule_to(c, steps=shape['steps'])
+  c.train.update(eval_every=1_000, checkpoint_every=1_000, steps_per_dispatch=1_000)
+
+
+def _paper(c: ml_collections.ConfigDict) -> None:
+  """The published 60M shape: d 512, 8 layers, 8 heads, rank 128, 10k steps (809 eval windows)."""
+  _paper_shape(c, '60m')
+
+
+def _paper_130m(c: ml_collections.ConfigDict) -> None:
+  """Table 2's 130M: d 768, 12 layers, 12 heads, rank 256, 20k steps (809 eval windows)."""
+  _paper_shape(c, '130m')
+
+
+def _paper_350m(c: ml_collections.ConfigDict) -> None:
+  """Table 2's 350M: d 1024, 24 layers, 16 heads, rank 256, 60k steps (809 eval windows)."""
+  _paper_shape(c, '350m')
+
+
+def _paper_1b(c: ml_collections.ConfigDict) -> None:
+  """Table 2's 1B: d 2048, 24 layers, 32 heads, rank 512, 100k steps (809 eval windows)."""
+  _paper_shape(c, '1b')
+
+
+VARIANTS = {'tiny': _tiny, 'cpu': _cpu, 'paper': _paper, 'paper_130m': _paper_130m,
+            'paper_350m': _paper_350m, 'paper_1b': _paper_1b}
 
 
 def scale_schedule_to(config: ml_collections.ConfigDict, steps: int) -> None:
@@ -135,17 +153,15 @@ def scale_schedule_to(config: ml_collections.ConfigDict, steps: int) -> None:
   config.lora.update(reset_every=max(1, steps // 4), restart_warmup=max(1, round(steps * 0.005)))
 
 
-def check_config(config: ml_collections.ConfigDict) -> None:
-  """Refuses unknown fields, wrong types and bad values before anything is compiled."""
-  config_lib.check_fields(config, default_config())
+def check_values(config: ml_collections.ConfigDict) -> None:
+  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
   config_lib.require_choice(config, 'method', METHODS)
-  config_lib.require_positive(config, 'num_seeds', 'data.seq_len', 'data.batch_size',
+  config_lib.require_positive(config, 'data.seq_len', 'data.batch_size',
                               'data.eval_windows', 'model.num_layers', 'model.d_model',
                               'model.num_heads', 'opt.lr', 'sweep.lr', 'sweep.galore_scale',
                               'galore.update_proj_gap',
                               'galore.scale', 'lora.alpha', 'lora.reset_every',
                               'lora.restart_warmup')
-  config_lib.require_train_schedule(config)
   config_lib.require_nonnegative(config, 'opt.wd', 'opt.clip', 'galore.rank', 'lora.rank')
   config_lib.require(0 <= config.opt.warmup_fraction < 1, 'opt.warmup_fraction',
                      config.opt.warmup_fraction, 'must be in [0, 1)')
@@ -158,6 +174,18 @@ def check_config(config: ml_collections.ConfigDict) -> None:
                      'sweep.galore_scale', config.sweep.galore_scale, 'is for method galore only')
   config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.num_heads',
                      config.model.num_heads, f'must divide d_model {config.model.d_model}')
+  d = config.data
+  config_lib.require(0 < d.held_out_fraction < 1, 'data.held_out_fraction', d.held_out_fraction,
+                     'must be in (0, 1)')
+  try:   # what `build_task` will take: the windows must fit in the held-out bytes
+    text.eval_windows(kjv_bytes(config).held_out, d.eval_windows, d.seq_len)
+  except ValueError as e:
+    config_lib.require(False, 'data.eval_windows', d.eval_windows, str(e))
+
+
+def kjv_bytes(config: ml_collections.ConfigDict) -> text.TextSplits:
+  """The KJV bytes with the last `data.held_out_fraction` held out."""
+  return text.kjv_splits('bytes', held_out_fraction=config.data.held_out_fraction)
 
 
 def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
@@ -208,7 +236,8 @@ def lr_schedule(config: ml_collections.ConfigDict, peak):
       restart_warmup_steps=config.lora.restart_warmup if restarts else 0)
 
 
-def make_optimizer(config: ml_collections.ConfigDict, params_shape, hp) -> optax.GradientTransformation:
+def make_optimizer(config: ml_collections.ConfigDict, params_shape,
+                   hp) -> optax.GradientTransformation:
   """The method's optimizer; `params_shape` (abstract params) gives the masks."""
   o = config.opt
   schedule = lr_schedule(config, hp['lr'])
@@ -233,44 +262,33 @@ def make_optimizer(config: ml_collections.ConfigDict, params_shape, hp) -> optax
 
 
 def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
-  seeds = [config.seed + i for i in range(config.num_seeds)]
-  axes = {'lr': config_lib.sweep_values(config.sweep.lr, config.opt.lr)}
+  """Members: each lr (× each α of `sweep.galore_scale`, when given) × each seed."""
+  axes = {'lr': (config.sweep.lr, config.opt.lr)}
   if config.sweep.galore_scale:
-    axes['galore_scale'] = tuple(config.sweep.galore_scale)
-  return sweep_lib.grid(seeds, **axes)
-
-
-def held_out_windows(held_out: np.ndarray, seq_len: int, count: int) -> np.ndarray:
-  """The first `count` disjoint windows of seq_len + 1 tokens of the held-out tail (fixed)."""
-  usable = min(count, (len(held_out) - 1) // seq_len)
-  return np.stack([held_out[i * seq_len:(i + 1) * seq_len + 1] for i in range(usable)])
-
-
-def next_token_loss(logits_BxTxV, targets_BxT):
-  """Mean cross-entropy in nats per byte; perplexity is its exponential."""
-  return jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits_BxTxV, targets_BxT))
+    axes['galore_scale'] = (config.sweep.galore_scale, config.galore.scale)
+  return experiment.member_grid(config, **axes)
 
 
 def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+  """Members share the text (no data of their own): random train crops, fixed held-out windows."""
   model = transformer.Decoder(decoder_config(config))
-  splits = text.kjv_splits('bytes', held_out_fraction=config.data.held_out_fraction)
-  hparams = sweep_hparams(config)
+  splits = kjv_bytes(config)
   params_shape = jax.eval_shape(lambda: init_method_params(config, jax.random.key(0)))
   seq_len, batch_size = config.data.seq_len, config.data.batch_size
 
-  def loss_fn(params, batch, hp):
+  def loss_fn(params, tokens_BxT1, hp):
     del hp
-    logits = model.apply({'params': dense_params(config, params)}, batch[:, :-1])
-    return next_token_loss(logits, batch[:, 1:]), {}
+    logits_BxTxV = model.apply({'params': dense_params(config, params)}, tokens_BxT1[:, :-1])
+    return transformer.next_token_loss(logits_BxTxV, tokens_BxT1[:, 1:]), {}
 
   def get_batch(data, step, key):
     return text.random_crops(data['train_tokens'], jax.random.fold_in(key, step), batch_size,
                              seq_len + 1)
 
   def evaluate(params, data):
-    windows = data['held_out_windows']
-    loss = next_token_loss(model.apply({'params': dense_params(config, params)}, windows[:, :-1]),
-                           windows[:, 1:])
+    windows_WxT1 = data['held_out_windows']
+    logits_WxTxV = model.apply({'params': dense_params(config, params)}, windows_WxT1[:, :-1])
+    loss = transformer.next_token_loss(logits_WxTxV, windows_WxT1[:, 1:])
     return {'loss': loss, 'perplexity': jnp.exp(loss)}
 
   return trainer.Task(
@@ -278,11 +296,10 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
       loss_fn=loss_fn,
       make_optimizer=lambda hp: make_optimizer(config, params_shape, hp),
       get_batch=get_batch, evaluate=evaluate,
-      data={'member': np.arange(len(hparams['seed']))},
-      hparams=hparams,
+      hparams=sweep_hparams(config),
       shared_data={'train_tokens': splits.train,
-                   'held_out_windows': held_out_windows(splits.held_out, seq_len,
-                                                        config.data.eval_windows)})
+                   'held_out_windows': text.eval_windows(splits.held_out,
+                                                         config.data.eval_windows, seq_len)})
 
 
 def optimizer_state_bytes(config: ml_collections.ConfigDict) -> galore_lib.StateBytes:
@@ -293,16 +310,8 @@ def optimizer_state_bytes(config: ml_collections.ConfigDict) -> galore_lib.State
   return galore_lib.optimizer_state_bytes(state)
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
-  """Trains (or resumes) the sweep, writes metrics, checkpoints and figures to `workdir`."""
-  check_config(config)
-  task = build_task(config)
-  result = trainer.train_from_config(task, config, workdir)
-  write_figures(result, config)
-  return result
-
-
-def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+  """figures/curves.png: validation perplexity of every member against step."""
   m = config.model
   title = (f'{config.method}: KJV bytes, d={m.d_model}, {m.num_layers} layers, '
            f'{config.train.steps} steps')
@@ -312,20 +321,109 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
                       log_y=('validation perplexity',))
 
 
-def seed_mean_curve(records: list[dict], setting: dict) -> tuple[np.ndarray, np.ndarray]:
+EXPERIMENT = experiment.Experiment(name='galore_pretrain', schema=default_config, variants=VARIANTS,
+                                   check=check_values, build_task=build_task, report=report)
+get_config, check_config, train_and_evaluate = EXPERIMENT.api()
+
+
+# Table 2 across runs (launch/galore_table2.py): one run per method, its best setting a row.
+
+def table2_row(result: trainer.TrainResult, config: ml_collections.ConfigDict, *, tag: str,
+               wall_s: float) -> dict:
+  """A method's row of Table 2: the setting (lr, and α for GaLore) with the lowest final validation
+  perplexity averaged over seeds, its per-seed values, the optimizer-state MiB and the wall time."""
+  finals = results.final_rows(result.history, result.members, ['eval/perplexity'])
+  chosen = results.best(results.over_seeds(finals, 'eval/perplexity'), 'eval/perplexity')
+  note = (f'(T {config.galore.update_proj_gap}, {config.galore.moments})'
+          if config.method == 'galore' else '')
+  return dict(method=config.method, tag=tag, note=note, lr=chosen['lr'],
+              scale=chosen.get('galore_scale'), perplexity=chosen['eval/perplexity'],
+              perplexity_by_seed=chosen['eval/perplexity/values'],
+              num_seeds=chosen['eval/perplexity/n'],
+              mib=optimizer_state_bytes(config).total / 2 ** 20, wall_s=wall_s,
+              members=result.members, perplexities=[r['eval/perplexity'] for r in finals])
+
+
+def read_table2_rows(workdir: str) -> list[dict]:
+  """Every `<workdir>/<run>/row.json`, in METHODS order, then by tag."""
+  rows = []
+  for path in glob.glob(os.path.join(workdir, '*', 'row.json')):
+    with open(path, encoding='utf-8') as f:
+      rows.append(json.load(f))
+  return sorted(rows, key=lambda r: (METHODS.index(r['method']), r.get('tag', '')))
+
+
+def table2_markdown(rows: list[dict], config: ml_collections.ConfigDict) -> str:
+  """The shape of the runs, then one line per row beside the paper's 60M column (Table 2)."""
+  m, d, t = config.model, config.data, config.train
+  full = [r['perplexity'] for r in rows if r['method'] == 'full_adamw']
+
+  def perplexity(r):
+    seeds = r.get('perplexity_by_seed', [r['perplexity']])
+    if len(seeds) < 2:
+      return f'{r["perplexity"]:.3f}'
+    return f'{r["perplexity"]:.3f} ({", ".join(f"{p:.3f}" for p in seeds)})'
+
+  def chosen(r):
+    return f'{r["lr"]:g}' + (f', α {r["scale"]:g}' if r.get('scale') is not None else '')
+
+  columns = {
+      'run': lambda r: f'{r["method"]}{r.get("tag", "")} {r.get("note", "")}',
+      'lr chosen': chosen,
+      'val. perplexity (bytes; mean (per seed))': perplexity,
+      'vs full rank': lambda r: f'{100 * (r["perplexity"] / min(full) - 1):+.1f}%' if full else '–',
+      'optimizer state (MiB)': lambda r: f'{r["mib"]:.3f}',
+      'wall (s)': lambda r: f'{r["wall_s"]:.0f}',
+      'paper 60M perplexity (C4)': lambda r: f'{PAPER_TABLE2_60M_PERPLEXITY[r["method"]]}',
+  }
+  return (f'Byte-level KJV, LLaMA decoder d_model {m.d_model}, {m.num_layers} layers, '
+          f'{m.num_heads} heads, seq {d.seq_len}, batch {d.batch_size}, {t.steps} steps; rank '
+          f'{low_rank(config, "galore")}, ReLoRA restart every {config.lora.reset_every} steps.'
+          '\n\n' + results.markdown_table(rows, columns))
+
+
+def seed_mean_curve(history: dict[str, np.ndarray], members: list[dict],
+                    setting: dict) -> tuple[np.ndarray, np.ndarray]:
   """(steps, validation perplexity averaged over seeds) of the members run with `setting`.
 
-  `records` are a run's metrics.jsonl lines; a member matches when each key of `setting` (e.g. lr,
-  galore_scale) has the given value. Steps where not every matching member was evaluated are
-  dropped, so the mean is always over the same seeds.
+  A member matches when each key of `setting` (e.g. lr, galore_scale) has the given value. Steps
+  where not every matching member was evaluated are dropped, so the mean is always over the same
+  seeds.
   """
-  by_step: dict[int, list[float]] = {}
-  members = set()
-  for r in records:
-    if 'eval/perplexity' in r and all(r.get(k) == v for k, v in setting.items()):
-      by_step.setdefault(r['step'], []).append(r['eval/perplexity'])
-      members.add(r['member'])
-  if not by_step:
+  curve = None
+  if 'eval/perplexity' in history:
+    curves = results.curves_over_seeds(history, members, 'eval/perplexity', by=list(setting))
+    curve = curves.get(tuple(setting.values()))
+  if curve is None:
     raise ValueError(f'no eval/perplexity records for the members with {setting}')
-  steps = sorted(s for s, values in by_step.items() if len(values) == len(members))
-  return np.asarray(steps), np.asarray([np.mean(by_step[s]) for s in steps])
+  evaluated = np.isfinite(curve['mean'])
+  return curve['step'][evaluated], curve['mean'][evaluated]
+
+
+def write_table2_figure(rows: list[dict], config: ml_collections.ConfigDict, workdir: str) -> str:
+  """`<workdir>/table2.png`: validation perplexity (seed mean) against step for each method's
+  best row, and its excess over full-rank AdamW's best row (%), from the first evaluation after
+  step 0."""
+  curves, labels = {}, {}
+  for method in dict.fromkeys(r['method'] for r in rows):
+    best = results.best([r for r in rows if r['method'] == method], 'perplexity')
+    setting = {'lr': best['lr']}
+    if best.get('scale') is not None:
+      setting['galore_scale'] = best['scale']
+    name = method + best.get('tag', '')
+    steps, values = seed_mean_curve(*results.load_history(os.path.join(workdir, name)), setting)
+    labels[method] = f'{name} ({", ".join(f"{k} {v:g}" for k, v in setting.items())})'
+    curves[method] = (steps[steps > 0], values[steps > 0])
+  panels = {'validation perplexity (bytes)': {labels[k]: c for k, c in curves.items()}}
+  if 'full_adamw' in curves:
+    full_steps, full_values = curves['full_adamw']
+    excess = {}
+    for method, (steps, values) in curves.items():
+      common, i, j = np.intersect1d(steps, full_steps, return_indices=True)
+      excess[labels[method]] = (common, 100 * (values[i] / full_values[j] - 1))
+    panels['excess over full-rank AdamW (%)'] = excess
+  m = config.model
+  return figures.plot_lines(
+      panels, path=os.path.join(workdir, 'table2.png'), log_y=('validation perplexity (bytes)',),
+      title=f'KJV bytes, LLaMA decoder d_model {m.d_model}, {m.num_layers} layers, '
+      f'{config.train.steps} steps; each method\'s best setting, mean over seeds')

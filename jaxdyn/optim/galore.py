@@ -14,19 +14,28 @@ dimension, `full` both. With `layout='flax'` (kernels stored (in, out)) every
 rule picks the same matrices as the reference does on the transposed weight;
 this only changes the tie-break of square matrices under `std`/`reverse_std`
 and the meaning of `left`/`right`.
+
+This module is the transform (`scale_by_galore`, `galore`, `GaLoreState`); the projector maths is
+in `galore_projectors`, masks, state shardings and byte counts in `galore_trees`, and their public
+names are re-exported here, so `from jaxdyn.optim import galore as galore_lib` reaches all of them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
+from typing import Any, Callable, NamedTuple, Optional, Union
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
+from jaxdyn.optim import galore_projectors
+from jaxdyn.optim import galore_trees
 from jaxdyn.optim.conditional import at_most_once
+from jaxdyn.optim.galore_projectors import (  # noqa: F401
+    PROJECTOR_SOURCES, exact_svd, gram_eigh, randomized_svd)
+from jaxdyn.optim.galore_trees import (  # noqa: F401
+    StateBytes, llama_galore_mask, optimizer_state_bytes, state_shardings_like_params)
 
 PyTree = Any
 Path = tuple
@@ -35,7 +44,6 @@ LeafPredicate = Callable[[Path, jax.Array], bool]
 SIDE_RULES = ('std', 'reverse_std', 'left', 'right', 'full')
 LAYOUTS = ('flax', 'torch')
 MOMENT_POLICIES = ('keep', 'reset', 'reproject')
-PROJECTOR_SOURCES = ('svd', 'gram_eigh', 'randomized_svd', 'random')
 # Arguments of `galore` that fix shapes or Python control flow: pass them as
 # `optax.inject_hyperparams(galore, static_args=STATIC_ARGS)`.
 STATIC_ARGS = ('rank', 'update_proj_gap', 'oversample', 'power_iters', 'batch_dims', 'seed')
@@ -96,34 +104,6 @@ def _reduced_axes(side: str, layout: str, m: int, n: int) -> str:
     reduce_out = side == 'left'
   out_axis_is_rows = layout == 'torch'
   return 'rows' if reduce_out == out_axis_is_rows else 'cols'
-
-
-def llama_galore_mask(
-    params: PyTree,
-    module_patterns: Sequence[str] = ('attn', 'attention', 'mlp'),
-    leaf_names: Sequence[str] = ('kernel',),
-) -> PyTree:
-  """The paper's LLaMA recipe: GaLore on attention and MLP weight matrices only.
-
-  A leaf is selected when its last path key is in `leaf_names` and some earlier
-  key contains one of `module_patterns` (case-insensitive). Embeddings, the
-  head and norms are left to the plain inner optimizer.
-  """
-  patterns = tuple(p.lower() for p in module_patterns)
-
-  def select(path, leaf):
-    names = [_key_name(k).lower() for k in path]
-    in_module = any(p in name for name in names[:-1] for p in patterns)
-    return bool(names) and names[-1] in leaf_names and in_module and jnp.ndim(leaf) >= 2
-
-  return jax.tree_util.tree_map_with_path(select, params)
-
-
-def _key_name(key) -> str:
-  for attr in ('key', 'name', 'idx'):
-    if hasattr(key, attr):
-      return str(getattr(key, attr))
-  return str(key)
 
 
 def _leaf_plans(params, rank, side, layout, mask, selector, batch_dims) -> PyTree:
@@ -191,72 +171,6 @@ def _low_rank_shape(shape, plan: _LeafPlan):
   return tuple(shape[:-2]) + (m, n)
 
 
-def _orthonormal_columns(key, rows: int, rank: int):
-  """A uniformly random orthonormal rows x rank matrix (GoLore projector)."""
-  q, r = jnp.linalg.qr(jax.random.normal(key, (rows, rank), jnp.float32))
-  return q * jnp.sign(jnp.diagonal(r))
-
-
-def randomized_svd(g, rank: int, oversample: int, power_iters: int, key):
-  """Top-`rank` singular vectors (U, V) of g by Halko et al. 2011, Alg. 4.4 + 5.1."""
-  n = g.shape[1]
-  sketch = g @ jax.random.normal(key, (n, min(rank + oversample, n)), g.dtype)
-  basis, _ = jnp.linalg.qr(sketch)
-  for _ in range(power_iters):
-    basis, _ = jnp.linalg.qr(g.T @ basis)
-    basis, _ = jnp.linalg.qr(g @ basis)
-  u_small, _, vh = jnp.linalg.svd(basis.T @ g, full_matrices=False)
-  return (basis @ u_small)[:, :rank], vh[:rank].T
-
-
-def exact_svd(g, rank: int):
-  """Top-`rank` singular vectors (U, V) of g, decomposing the tall orientation.
-
-  jaxlib's CPU SVD is many times slower on a wide matrix than on its transpose.
-  """
-  if g.shape[0] < g.shape[1]:
-    v, _, uh = jnp.linalg.svd(g.T, full_matrices=False)
-    return uh[:rank].T, v[:, :rank]
-  u, _, vh = jnp.linalg.svd(g, full_matrices=False)
-  return u[:, :rank], vh[:rank].T
-
-
-def gram_eigh(g, rank: int):
-  """Top-`rank` singular vectors (U, V) of g from `eigh` of the smaller Gram matrix.
-
-  For m <= n, g gᵀ = U Σ² Uᵀ: U_r are its top eigenvectors and V_r spans gᵀ U_r (orthonormalised
-  by QR, so zero singular values give no division by zero); the wide case is the transpose.
-  Squaring the spectrum costs accuracy only in the small singular values, not in the top-r
-  subspace when it is separated from the rest.
-  """
-  if g.shape[0] > g.shape[1]:
-    v, u = gram_eigh(g.T, rank)
-    return u, v
-  _, vectors = jnp.linalg.eigh(g @ g.T)
-  u = vectors[:, ::-1][:, :rank]   # eigh sorts eigenvalues in ascending order
-  v, r = jnp.linalg.qr(g.T @ u)
-  return u, v * jnp.where(jnp.diagonal(r) < 0, -1.0, 1.0)
-
-
-def _top_singular_vectors(g, rank, source, oversample, power_iters, key):
-  """(U_r, V_r) of one fp32 matrix from the chosen projector source."""
-  if source == 'svd':
-    return exact_svd(g, rank)
-  if source == 'gram_eigh':
-    return gram_eigh(g, rank)
-  if source == 'randomized_svd':
-    return randomized_svd(g, rank, oversample, power_iters, key)
-  key_left, key_right = jax.random.split(key)
-  m, n = g.shape
-  return _orthonormal_columns(key_left, m, rank), _orthonormal_columns(key_right, n, rank)
-
-
-def _align_signs(new, old):
-  """Flips each new column whose inner product with the old one is negative."""
-  flip = jnp.sum(new * old, axis=-2, keepdims=True) < 0
-  return jnp.where(flip, -new, new)
-
-
 def _unsharded(x):
   """x gathered on every device: SVD needs whole matrices under an explicit mesh."""
   if any(axis is not None for axis in jax.typeof(x).sharding.spec):
@@ -270,9 +184,8 @@ def _refresh_leaf(g, p_old, q_old, plan, key, source, oversample, power_iters, a
   batch_shape = g.shape[:plan.batch_dims]
   g_slices = g.reshape((-1,) + g.shape[-2:]).astype(jnp.float32)
   keys = jax.random.split(key, g_slices.shape[0])
-  u, v = jax.vmap(
-      lambda x, k: _top_singular_vectors(x, plan.rank, source, oversample, power_iters, k)
-  )(g_slices, keys)
+  u, v = jax.vmap(lambda x, k: galore_projectors.top_singular_vectors(
+      x, plan.rank, source, oversample, power_iters, k))(g_slices, keys)
   u = u.reshape(batch_shape + u.shape[-2:])
   v = v.reshape(batch_shape + v.shape[-2:])
   new, old = [], []
@@ -283,7 +196,7 @@ def _refresh_leaf(g, p_old, q_old, plan, key, source, oversample, power_iters, a
     new.append(v.astype(q_old.dtype))
     old.append(q_old)
   if align:
-    new = [_align_signs(a, b) for a, b in zip(new, old)]
+    new = [galore_projectors.sign_aligned(a, b) for a, b in zip(new, old)]
   finite = jnp.ones(batch_shape, bool)
   for a in new:
     finite &= jnp.all(jnp.isfinite(a), axis=(-2, -1))
@@ -317,7 +230,7 @@ def _map_moments(inner_state, low_rank_tree, plans, fn):
   def visit(path, subtree):
     if not is_moment_tree(subtree):
       return subtree
-    field = _key_name(path[-1]) if path else ''
+    field = galore_trees.key_name(path[-1]) if path else ''
     leaves = treedef.flatten_up_to(subtree)
     out = [
         fn(field, x, plan, i) if plan.projected and jnp.shape(x) == shape else x
@@ -557,71 +470,3 @@ def galore(
       optax.add_decayed_weights(weight_decay),
       optax.scale_by_learning_rate(learning_rate),
   )
-
-
-def state_shardings_like_params(state: PyTree, params: PyTree, param_shardings: PyTree) -> PyTree:
-  """NamedShardings for an (abstract) optimizer state that follow the params'.
-
-  Every state subtree shaped like the params tree (moments, including
-  low-rank ones) keeps a param's mesh axis on each dimension whose size is
-  unchanged and replicates reduced ones; a projector keeps the spec of the
-  dimension it spans; everything else (counts, keys) is replicated.
-  """
-  treedef = jax.tree.structure(params)
-  shapes = treedef.flatten_up_to(jax.tree.map(jnp.shape, params))
-  flat_shardings = treedef.flatten_up_to(param_shardings)
-  mesh = flat_shardings[0].mesh
-  replicated = jax.NamedSharding(mesh, jax.P())
-
-  def padded_spec(sharding, ndim):
-    spec = tuple(sharding.spec)
-    return spec + (None,) * (ndim - len(spec))
-
-  def follow(x, shape, sharding):
-    if x is None or len(x.shape) != len(shape):
-      return None if x is None else replicated
-    spec = padded_spec(sharding, len(shape))
-    return jax.NamedSharding(mesh, jax.P(*[
-        axis if new == old else None for axis, new, old in zip(spec, x.shape, shape)]))
-
-  def projector(x, shape, sharding, spanned_axis):
-    if x is None:
-      return None
-    spec = padded_spec(sharding, len(shape))
-    return jax.NamedSharding(mesh, jax.P(*spec[:-2], spec[spanned_axis], None))
-
-  def like_params(tree, fn, *args):
-    leaves = treedef.flatten_up_to(tree)
-    return jax.tree.unflatten(
-        treedef, [fn(x, s, sh, *args) for x, s, sh in zip(leaves, shapes, flat_shardings)])
-
-  def is_node(x):
-    return isinstance(x, GaLoreState) or jax.tree.structure(x) == treedef
-
-  def visit(node):
-    if isinstance(node, GaLoreState):
-      return GaLoreState(
-          count=replicated, key=replicated,
-          left=like_params(node.left, projector, -2),
-          right=like_params(node.right, projector, -1),
-          svd_failures=jax.tree.map(lambda _: replicated, node.svd_failures),
-          inner_state=jax.tree.map(visit, node.inner_state, is_leaf=is_node))
-    if jax.tree.structure(node) == treedef and treedef.num_leaves > 1:
-      return like_params(node, follow)
-    return jax.tree.map(lambda _: replicated, node)
-
-  return jax.tree.map(visit, state, is_leaf=is_node)
-
-
-class StateBytes(NamedTuple):
-  per_leaf: dict
-  total: int
-
-
-def optimizer_state_bytes(state: PyTree) -> StateBytes:
-  """Bytes of every array in an optimizer state (arrays or ShapeDtypeStructs)."""
-  per_leaf = {
-      jax.tree_util.keystr(path): int(np.prod(x.shape)) * jnp.dtype(x.dtype).itemsize
-      for path, x in jax.tree_util.tree_leaves_with_path(state)
-  }
-  return StateBytes(per_leaf, sum(per_leaf.values()))

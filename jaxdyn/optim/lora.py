@@ -10,8 +10,8 @@ Kernels are Flax's (in, out). A selected kernel W (m×n) gets `Factors(a (m×r),
 
 The parameter trees are plain pytrees: LoRA and ReLoRA train `{'base': params, 'adapters': tree}`
 (adapters: `Factors` at selected leaves, None elsewhere); low-rank trains the params tree with
-`Factors` in place of the selected kernels. `lora_apply` / `low_rank_apply` give the dense params the
-shared Decoder takes.
+`Factors` in place of the selected kernels. `lora_apply` / `low_rank_apply` give the dense params
+the shared Decoder takes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Smoke and wiring tests of the galore_pretrain experiment (the :tiny config)."""
+"""Tests of jaxdyn.experiments.galore_pretrain: the :tiny config end to end, checks, Table 2."""
 
 import os
 
@@ -9,6 +9,8 @@ import numpy as np
 import optax
 
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import results
+from jaxdyn.core import trainer
 from jaxdyn.experiments import galore_pretrain as lib
 
 
@@ -38,8 +40,8 @@ class GalorePretrainTest(parameterized.TestCase):
         losses.append(loss)
       return params, new_params, jnp.stack(losses), task.evaluate(new_params, data)
 
-    before, after, losses, evals = train_steps(
-        {**{k: v[0] for k, v in task.data.items()}, **task.shared_data})
+    self.assertIsNone(task.data)   # members share the text
+    before, after, losses, evals = train_steps(dict(task.shared_data))
     self.assertTrue(np.all(np.isfinite(losses)))
     self.assertTrue(np.isfinite(evals['perplexity']) and evals['perplexity'] > 1)
     moved = [not np.allclose(a, b) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after))]
@@ -57,7 +59,8 @@ class GalorePretrainTest(parameterized.TestCase):
     self.assertLess(sizes['galore'], sizes['full_adamw'])
     self.assertLess(sizes['lora'], sizes['full_adamw'])
     dense = lib.init_method_params(tiny('full_adamw'), jax.random.key(0))
-    self.assertGreaterEqual(sizes['full_adamw'], 2 * 4 * sum(x.size for x in jax.tree.leaves(dense)))
+    self.assertGreaterEqual(sizes['full_adamw'],
+                            2 * 4 * sum(x.size for x in jax.tree.leaves(dense)))
 
   def test_lora_starts_as_the_dense_model_and_low_rank_has_fewer_parameters(self):
     key = jax.random.key(0)
@@ -87,17 +90,50 @@ class GalorePretrainTest(parameterized.TestCase):
                {'step': 5, 'member': 0, 'lr': 0.01, 'seed': 0, 'train/loss': 3.0},
                record(10, 0, 0.01, 0, 5.0), record(10, 1, 0.01, 1, 4.0),
                record(20, 0, 0.01, 0, 3.0)]   # seed 1 not evaluated at 20 (a killed run): dropped
-    steps, mean = lib.seed_mean_curve(records, {'lr': 0.01})
+    history, members = results.history_from_records(records), results.members_of(records)
+    steps, mean = lib.seed_mean_curve(history, members, {'lr': 0.01})
     np.testing.assert_array_equal(steps, [0, 10])
     np.testing.assert_allclose(mean, [8.0, 4.5])
     with self.assertRaisesRegex(ValueError, 'no eval/perplexity'):
-      lib.seed_mean_curve(records, {'lr': 0.1})
+      lib.seed_mean_curve(history, members, {'lr': 0.1})
 
   def test_bad_method_is_refused(self):
     config = tiny('galore')
     config.method = 'sgd'
     with self.assertRaisesRegex(config_lib.ConfigError, 'method'):
       lib.check_config(config)
+
+  def test_eval_windows_must_fit_in_the_held_out_bytes(self):
+    for variant in lib.EXPERIMENT.variant_names:
+      lib.check_config(lib.get_config(variant))
+    config = lib.get_config('paper')   # 809 windows of 257 bytes fit in the held-out 5%, 810 not
+    self.assertEqual(config.data.eval_windows, lib.PAPER_EVAL_WINDOWS)
+    config.data.eval_windows += 1
+    with self.assertRaisesRegex(config_lib.ConfigError, r"'data.eval_windows' = 810.*room for 809"):
+      lib.check_config(config)
+
+  def test_table2_row_picks_the_lowest_seed_mean_and_the_table_shows_it(self):
+    config = tiny('galore')
+    members = [{'lr': lr, 'galore_scale': 0.25, 'seed': seed} for lr in (1e-3, 1e-2)
+               for seed in (0, 1)]
+    finals = [5.0, 1.0, 3.0, 2.0]   # lr 1e-3 has the best seed, lr 1e-2 the best mean
+    history = {'step': np.asarray([0, 4]),
+               'eval/perplexity': np.asarray([[9.0] * 4, finals], np.float32)}
+    result = trainer.TrainResult(state=None, history=history, members=members, workdir='',
+                                 wall_time_s=0.0)
+    row = lib.table2_row(result, config, tag='', wall_s=12.3)
+    self.assertEqual((row['lr'], row['scale'], row['num_seeds']), (1e-2, 0.25, 2))
+    self.assertEqual((row['perplexity'], row['perplexity_by_seed']), (2.5, [3.0, 2.0]))
+    self.assertEqual(row['perplexities'], finals)
+    self.assertEqual(row['mib'], lib.optimizer_state_bytes(config).total / 2 ** 20)
+    full = dict(row, method='full_adamw', note='', scale=None, perplexity=2.0,
+                perplexity_by_seed=[2.0])
+    lines = lib.table2_markdown([full, row], config).splitlines()
+    self.assertTrue(lines[0].startswith('Byte-level KJV, LLaMA decoder d_model 16, 1 layers'))
+    self.assertEqual(lines[4], '| full_adamw  | 0.01 | 2.000 | +0.0% | '
+                     f'{row["mib"]:.3f} | 12 | 34.06 |')
+    self.assertEqual(lines[5], '| galore (T 2, keep) | 0.01, α 0.25 | 2.500 (3.000, 2.000) | '
+                     f'+25.0% | {row["mib"]:.3f} | 12 | 34.88 |')
 
 
 if __name__ == '__main__':

@@ -1,4 +1,5 @@
-"""Tests of jaxdyn.optim.galore: the maths of the projection, its state and its composition."""
+"""Tests of jaxdyn.optim.galore (the transform): the maths of the projection, its state and its
+composition."""
 
 import re
 import tempfile
@@ -11,10 +12,10 @@ import optax
 import orbax.checkpoint as ocp
 
 from jaxdyn.optim import galore as galore_lib
+from jaxdyn.optim import galore_projectors
+from jaxdyn.optim import galore_trees
 
 import jaxpr_inspect
-
-RNG = np.random.default_rng(0)
 
 
 def random_grads(params, step, nan_at=None):
@@ -190,30 +191,6 @@ class ProjectorTest(parameterized.TestCase):
           self.assertEqual(changed, step % period == 0, msg=f'step {step} member {m}')
       previous = np.asarray(states.left['w'])
 
-  def test_randomized_svd_finds_the_dominant_subspace(self):
-    u = np.linalg.qr(RNG.normal(size=(40, 4)))[0]
-    v = np.linalg.qr(RNG.normal(size=(30, 4)))[0]
-    matrix = u @ np.diag([50., 40., 30., 20.]) @ v.T + 0.01 * RNG.normal(size=(40, 30))
-    left, right = galore_lib.randomized_svd(
-        jnp.asarray(matrix, jnp.float32), 4, oversample=4, power_iters=2, key=jax.random.key(0))
-    np.testing.assert_allclose(left @ left.T, u @ u.T, atol=1e-3)
-    np.testing.assert_allclose(right @ right.T, v @ v.T, atol=1e-3)
-
-  @parameterized.parameters((40, 30), (30, 40))
-  def test_gram_eigh_spans_the_exact_svd_subspace(self, m, n):
-    matrix = jnp.asarray(RNG.normal(size=(m, n)), jnp.float32)
-    left, right = galore_lib.gram_eigh(matrix, 4)
-    left_svd, right_svd = galore_lib.exact_svd(matrix, 4)
-    np.testing.assert_allclose(left @ left.T, left_svd @ left_svd.T, atol=1e-4)
-    np.testing.assert_allclose(right @ right.T, right_svd @ right_svd.T, atol=1e-4)
-    np.testing.assert_allclose(left.T @ matrix @ right, np.diag(np.linalg.svd(matrix)[1][:4]),
-                               atol=1e-3)   # also paired: u_i^T g v_i = sigma_i >= 0
-
-  def test_gram_eigh_of_a_rank_deficient_matrix_is_finite_and_orthonormal(self):
-    matrix = jnp.asarray(np.outer(RNG.normal(size=12), RNG.normal(size=9)), jnp.float32)
-    for basis in galore_lib.gram_eigh(matrix, 3):
-      np.testing.assert_allclose(basis.T @ basis, np.eye(3), atol=1e-5)
-
   def test_sign_alignment_keeps_the_projector_for_a_repeated_gradient(self):
     params = {'w': jnp.zeros((6, 9))}
     grad = random_grads(params, 0)
@@ -291,21 +268,6 @@ class StateTest(parameterized.TestCase):
     self.assertEqual(state.inner_state.mu['w'].shape, moment)
     self.assertEqual(state.inner_state.nu['w'].shape, moment)
 
-  @parameterized.parameters((16, 64, 4), (64, 16, 4), (32, 32, 8))
-  def test_state_bytes_match_paper_formula(self, m, n, r):
-    """§4.2: P is min(m,n) x r and both moments max(m,n) x r, against 2mn for Adam."""
-    params = {'w': jnp.zeros((m, n)), 'b': jnp.zeros((n,))}
-    ours = galore_lib.optimizer_state_bytes(jax.eval_shape(galore_lib.galore(0.1, r).init, params))
-    adam = galore_lib.optimizer_state_bytes(jax.eval_shape(optax.adam(0.1).init, params))
-    small, large = min(m, n), max(m, n)
-    matrix_bytes = 4 * (small * r + 2 * large * r)
-    scalar_bytes = 4 * (1 + 2 + 1 + 1)  # count, key, svd failures, adam count
-    self.assertEqual(ours.total, matrix_bytes + 4 * 2 * n + scalar_bytes)
-    self.assertEqual(adam.total, 4 * 2 * m * n + 4 * 2 * n + 4)
-    projector_paths = [k for k in ours.per_leaf if '.left' in k or '.right' in k]
-    self.assertLen(projector_paths, 1)
-    self.assertEqual(ours.per_leaf[projector_paths[0]], 4 * small * r)
-
 
 class BadInputTest(parameterized.TestCase):
 
@@ -336,20 +298,16 @@ class BadInputTest(parameterized.TestCase):
       tx.init(params)
 
 
-class SelectionTest(absltest.TestCase):
+class PublicNamesTest(absltest.TestCase):
 
-  def test_llama_mask_selects_attention_and_mlp_kernels_only(self):
-    params = {
-        'embed': {'embedding': jnp.zeros((10, 4))},
-        'layers_0': {'attention': {'query': {'kernel': jnp.zeros((4, 4))}},
-                     'mlp': {'up': {'kernel': jnp.zeros((4, 8)), 'bias': jnp.zeros((8,))}},
-                     'attn_norm': {'scale': jnp.zeros((4,))}},
-        'lm_head': {'kernel': jnp.zeros((4, 10))},
-    }
-    mask = galore_lib.llama_galore_mask(params)
-    selected = {jax.tree_util.keystr(p) for p, v in jax.tree_util.tree_leaves_with_path(mask) if v}
-    self.assertEqual(selected, {"['layers_0']['attention']['query']['kernel']",
-                                "['layers_0']['mlp']['up']['kernel']"})
+  def test_projectors_masks_shardings_and_bytes_are_reexported(self):
+    """`jaxdyn.optim.galore` stays the one import for users of the split modules."""
+    for module, names in (
+        (galore_projectors, ('PROJECTOR_SOURCES', 'exact_svd', 'gram_eigh', 'randomized_svd')),
+        (galore_trees, ('StateBytes', 'llama_galore_mask', 'optimizer_state_bytes',
+                        'state_shardings_like_params'))):
+      for name in names:
+        self.assertIs(getattr(galore_lib, name), getattr(module, name), name)
 
 
 class CompositionTest(absltest.TestCase):

@@ -8,12 +8,12 @@ import optax
 
 from jaxdyn.models import transformer
 from jaxdyn.optim import galore as galore_lib
-from jaxdyn.optim import conditional
 from jaxdyn.optim import lora
 
 import jaxpr_inspect
 
-CONFIG = transformer.llama_config(vocab_size=16, num_layers=1, d_model=16, num_heads=2, multiple_of=8)
+CONFIG = transformer.llama_config(vocab_size=16, num_layers=1, d_model=16, num_heads=2,
+                                  multiple_of=8)
 MODEL = transformer.Decoder(CONFIG)
 TOKENS = jax.random.randint(jax.random.key(0), (2, 6), 0, 16)
 RANK = 4
@@ -73,12 +73,13 @@ class LoraTest(parameterized.TestCase):
     base = dense_params()
     params = {'base': base, 'adapters': trained_adapters(base)}
     restarted = lora.relora_restart(jax.random.key(4), params, 2.0)
-    np.testing.assert_allclose(logits(lora.lora_apply(restarted['base'], restarted['adapters'], 2.0)),
-                               logits(lora.lora_apply(base, params['adapters'], 2.0)),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        logits(lora.lora_apply(restarted['base'], restarted['adapters'], 2.0)),
+        logits(lora.lora_apply(base, params['adapters'], 2.0)), rtol=1e-5, atol=1e-5)
     factors = restarted['adapters']['layer_0']['attn']['key']['kernel']
     np.testing.assert_array_equal(factors.b, 0.0)
-    self.assertFalse(np.allclose(factors.a, params['adapters']['layer_0']['attn']['key']['kernel'].a))
+    self.assertFalse(
+        np.allclose(factors.a, params['adapters']['layer_0']['attn']['key']['kernel'].a))
 
   def test_relora_transform_restarts_every_k_steps_and_prunes_adapter_state(self):
     base = dense_params()
@@ -145,41 +146,6 @@ class LoraTest(parameterized.TestCase):
     outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(jaxpr.jaxpr)
     self.assertIn('sort', inside)
     self.assertNotIn('sort', outside)
-
-  def test_at_most_once_matches_the_plain_conditional(self):
-    fn = lambda x, y: 2.0 * x + y
-    for pred in (True, False):
-      np.testing.assert_array_equal(
-          conditional.at_most_once(jnp.asarray(pred), fn, jnp.arange(3.0), 1.0),
-          fn(jnp.arange(3.0), 1.0) if pred else jnp.arange(3.0))
-    preds = jnp.asarray([True, False, True])
-    xs = jnp.arange(6.0).reshape(3, 2)
-    np.testing.assert_array_equal(
-        jax.vmap(lambda p, x: conditional.at_most_once(p, fn, x, 1.0))(preds, xs),
-        jnp.where(preds[:, None], fn(xs, 1.0), xs))
-
-  def test_at_most_once_is_a_cond_unbatched_and_a_loop_batched(self):
-    # fn closes over a traced, per-member value (as GaLore's refresh closes over the step count):
-    # closure conversion must hand it to the batching rule, batched.
-    def update(pred, x, scale):
-      return conditional.at_most_once(pred, lambda x, y: scale * x + y, x, 1.0)
-
-    outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(
-        jax.make_jaxpr(update)(True, jnp.arange(3.0), 2.0).jaxpr)
-    self.assertIn('cond', outside)
-    self.assertNotIn('while', outside)
-    preds, xs, scales = jnp.asarray([True, False, True]), jnp.ones((3, 2)), jnp.arange(3.0)
-    outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(
-        jax.make_jaxpr(jax.vmap(update))(preds, xs, scales).jaxpr)
-    self.assertIn('while', outside)
-    self.assertNotIn('select_n', outside)
-    np.testing.assert_array_equal(jax.jit(jax.vmap(update))(preds, xs, scales),
-                                  jnp.where(preds[:, None], scales[:, None] * xs + 1.0, xs))
-    # A batched operand under an unbatched predicate stays a plain conditional.
-    outside, _ = jaxpr_inspect.primitives_outside_and_inside_while(
-        jax.make_jaxpr(jax.vmap(update, in_axes=(None, 0, 0)))(True, xs, scales).jaxpr)
-    self.assertNotIn('while', outside)
-    np.testing.assert_array_equal(jax.vmap(update, in_axes=(None, 0, 0))(False, xs, scales), xs)
 
   def test_low_rank_parameter_count(self):
     base = dense_params()
