@@ -1,4 +1,4 @@
-"""docs/notebooks/*.ipynb run top to bottom (with nbclient, the venv's python3 kernel)."""
+"""docs/notebooks/modular.ipynb runs top to bottom (with nbclient, the venv's python3 kernel)."""
 
 import os
 from unittest import mock
