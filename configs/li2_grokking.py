@@ -6,11 +6,7 @@
   --config=configs/li2_grokking.py:groups    S4 at train fraction 0.6: hidden nodes align with irreps
 
 e.g. `--config.model.top=ridge`, `--config.opt.name=muon`, `--config.data.group=Z2xZ3xZ4`. The variants
-live in the library (`jaxdyn.experiments.li2_grokking.get_config`).
+live in the library (`jaxdyn.experiments.li2_grokking.VARIANTS`).
 """
 
-from jaxdyn.experiments import li2_grokking
-
-
-def get_config(arg=None):
-  return li2_grokking.get_config(arg)
+from jaxdyn.experiments.li2_grokking import get_config  # noqa: F401

@@ -1,63 +1,12 @@
-"""Finite groups as multiplication tables, their irreducible representations, and group tasks.
+"""Irreducible representations of finite groups, and the structure they are built from.
 
 Used for the Li2 group experiments (Tian 2025, arXiv 2509.21519, Sec. 5): the 2-layer net is trained
-on all pairs (g, h) with label g·h, and its learned features are compared with the irreps.
+on all pairs (g, h) with label g·h (the groups and their pairs: `jaxdyn/data/groups.py`), and its
+learned features are compared with the irreps.
 """
-import itertools
 from typing import NamedTuple
 
 import numpy as np
-
-
-class Group(NamedTuple):
-  """A finite group: `table[g, h]` is the index of g·h; element 0 is the identity."""
-  name: str
-  table: np.ndarray
-
-
-def _from_elements(name, elements, compose):
-  """Group from a list of hashable elements (identity first) and a composition function."""
-  index = {e: i for i, e in enumerate(elements)}
-  table = np.array([[index[compose(g, h)] for h in elements] for g in elements])
-  return Group(name, table)
-
-
-def cyclic(n):
-  """Z_n under addition."""
-  return _from_elements(f'Z{n}', list(range(n)), lambda g, h: (g + h) % n)
-
-
-def direct_product(*groups):
-  """G_1 × ... × G_m with the componentwise product, e.g. Z2×Z3×Z4."""
-  elements = list(itertools.product(*(range(len(g.table)) for g in groups)))
-  compose = lambda x, y: tuple(int(g.table[a, b]) for g, a, b in zip(groups, x, y))  # noqa: E731
-  return _from_elements('x'.join(g.name for g in groups), elements, compose)
-
-
-def dihedral(n):
-  """D_n, the 2n symmetries of the n-gon: (s, r) = reflection^s rotation^r, r s = s r^{-1}."""
-  elements = [(s, r) for s in range(2) for r in range(n)]
-  compose = lambda x, y: ((x[0] + y[0]) % 2, ((-1) ** y[0] * x[1] + y[1]) % n)  # noqa: E731
-  return _from_elements(f'D{n}', elements, compose)
-
-
-def symmetric(n):
-  """S_n as permutations of range(n), (σ·τ)(i) = σ(τ(i))."""
-  elements = list(itertools.permutations(range(n)))
-  return _from_elements(f'S{n}', elements, lambda s, t: tuple(s[i] for i in t))
-
-
-_FAMILIES = {'Z': cyclic, 'D': dihedral, 'S': symmetric}
-
-
-def from_name(spec):
-  """'Z127', 'D5', 'S4', or a direct product of those joined by 'x' ('Z2xZ3xZ4')."""
-  factors = []
-  for name in spec.split('x'):
-    if len(name) < 2 or name[0] not in _FAMILIES or not name[1:].isdigit() or int(name[1:]) < 1:
-      raise ValueError(f'unknown group {name!r} in {spec!r}: use Z<n>, D<n>, S<n>, joined by x')
-    factors.append(_FAMILIES[name[0]](int(name[1:])))
-  return factors[0] if len(factors) == 1 else direct_product(*factors)
 
 
 def is_abelian(group):
@@ -77,13 +26,6 @@ def conjugacy_classes(group):
       seen.update(cls)
       classes.append(cls)
   return classes
-
-
-def group_task(group):
-  """All |G|² pairs: inputs (g, h) of shape (|G|², 2) and labels g·h of shape (|G|²,)."""
-  n = len(group.table)
-  g, h = np.divmod(np.arange(n * n), n)
-  return np.stack([g, h], axis=1), group.table[g, h]
 
 
 # --------------------------------------------------------------------------- representations

@@ -1,8 +1,10 @@
 """Li2: the stages of grokking (Tian 2025, arXiv 2509.21519).
 
-Stage I (lazy learning): with the top layer at its ridge optimum the hidden features F̃ (n, K) receive
-the back-propagated gradient G_F. Stage II (independent feature learning): each hidden weight w climbs
-the energy E(w) = ½‖Ỹᵀσ(Xw)‖² independently.
+Stage I (lazy learning): with the top layer at its ridge optimum (`models/li2.py:ridge_top_layer`) the
+hidden features F̃ (n, K) receive the back-propagated gradient G_F. Stage II (independent feature
+learning): each hidden weight w climbs the energy E(w) = ½‖Ỹᵀσ(Xw)‖² independently; the nodes of a
+trained net align with the irreps (`plot_irrep_alignment`). Stage III (interactive feature learning):
+nodes on a set of frequencies of Z_M steer the others to the missing ones (`frequency_power`).
 
 Input convention: a pair (g, h) is the unit-norm vector x = (e_g ⊕ e_h)/√2 ∈ R^{2M}. With it and
 ‖w‖ = 1, σ(x) = x², the maxima are E* = M/16 at one frequency of Z_M (odd M) and M/8 for the
@@ -15,33 +17,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdyn.analysis import groups as groups_lib
+from jaxdyn.core import figures
+from jaxdyn.core.figures import plt
+from jaxdyn.data import groups as groups_data
+from jaxdyn.models import li2 as li2_model
 
 
 # --------------------------------------------------------------------------- Stage I
 
-def _solve_sample_gram(F, B, eta):
-  """(F̃F̃ᵀ + ηI)^{-1} B: an n × n solve (the push-through identity avoids K × K ones)."""
-  return jnp.linalg.solve(F @ F.T + eta * jnp.eye(F.shape[0], dtype=F.dtype), B)
-
-
-def ridge_top_layer(F, Y, eta):
-  """V_ridge = (F̃ᵀF̃ + ηI)^{-1} F̃ᵀỸ = F̃ᵀ(F̃F̃ᵀ + ηI)^{-1}Ỹ, the minimiser of ½‖F̃V - Ỹ‖² + ½η‖V‖²;
-  solved on the smaller of the K × K and n × n Gram matrices."""
-  n, K = F.shape
-  if K < n:
-    return jnp.linalg.solve(F.T @ F + eta * jnp.eye(K, dtype=F.dtype), F.T @ Y)
-  return F.T @ _solve_sample_gram(F, Y, eta)
-
-
 def ridge_optimal_loss(F, Y, eta):
   """min_V ½‖F̃V - Ỹ‖² + ½η‖V‖² = ½η tr(Ỹᵀ(F̃F̃ᵀ + ηI)^{-1}Ỹ)."""
-  return 0.5 * eta * jnp.sum(Y * _solve_sample_gram(F, Y, eta))
+  return 0.5 * eta * jnp.sum(Y * li2_model.solve_sample_gram(F, Y, eta))
 
 
 def ridge_backprop(F, Y, eta):
   """G_F = η (F̃F̃ᵀ + ηI)^{-1} ỸỸᵀ F̃ (F̃ᵀF̃ + ηI)^{-1} = -∂ ridge_optimal_loss / ∂F̃ (Li2, Stage I),
   computed as η A ỸỸᵀ A F̃ with A = (F̃F̃ᵀ + ηI)^{-1}."""
-  AY = _solve_sample_gram(F, Y, eta)
+  AY = li2_model.solve_sample_gram(F, Y, eta)
   return eta * AY @ (AY.T @ F)
 
 
@@ -119,7 +111,7 @@ def ridge_backprop_norms_over_width(key, Y, widths, eta):
 
 def group_inputs(group):
   """Inputs X (|G|², 2|G|) of unit-norm rows (e_g ⊕ e_h)/√2 and centred targets Ỹ = onehot(g·h) - 1/|G|."""
-  pairs, labels = groups_lib.group_task(group)
+  pairs, labels = groups_data.all_pairs(group)
   M = len(group.table)
   eye = np.eye(M)
   X = np.concatenate([eye[pairs[:, 0]], eye[pairs[:, 1]]], axis=1) / np.sqrt(2)
@@ -168,3 +160,49 @@ def irrep_energy_fractions(w, group, seed=0, real_irreps=None):
 def predicted_max_energy(M, dim, kind):
   """Li2 Stage II maxima for σ = x²: M/(8 d_k) for a real irrep, M/(16 d_k) for a complex pair."""
   return M / (8 * dim) if kind == 'real' else M / (16 * dim)
+
+
+def plot_irrep_alignment(W_2MxK, group, path: str, *, title: str = '', subtitle: str = '') -> str:
+  """The hidden nodes' alignment with the irreps (Li2 Sec. 5): each node's share of ‖w‖² per real
+  irrep (nodes sorted by dominant irrep), and a histogram of each node's largest share."""
+  irreps = groups_lib.real_irreps(group)
+  fractions = irrep_energy_fractions(np.asarray(W_2MxK), group, real_irreps=irreps)
+  names = [f'{i}:d{rep.dim}{"c" if kind == "complex" else ""}'
+           for i, (rep, kind) in enumerate(irreps)]
+  fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+  order = np.lexsort((-fractions.max(0), fractions.argmax(0)))
+  axes[0].imshow(fractions[:, order], aspect='auto', cmap='viridis', vmin=0, vmax=1,
+                 interpolation='nearest')
+  axes[0].set(xlabel='hidden node (sorted by dominant irrep)', ylabel='real irrep',
+              title='share of ‖w_j‖² per irrep')
+  if len(names) <= 30:
+    axes[0].set_yticks(range(len(names)), names, fontsize=7)
+  axes[1].hist(fractions.max(0), bins=np.linspace(0, 1, 21))
+  axes[1].set(xlabel='largest irrep share of a node', ylabel='nodes', title=subtitle)
+  fig.suptitle(title)
+  fig.tight_layout()
+  return figures.save(fig, path, dpi=110)
+
+
+# --------------------------------------------------------------------------- Stage III
+
+def frequency_power(W_2MxK):
+  """Per node, ‖·‖² of u and v (W = (u; v)) at each frequency 0..M//2 of Z_M: (M//2 + 1, K)."""
+  M = W_2MxK.shape[0] // 2
+  power = np.abs(np.fft.rfft(W_2MxK[:M], axis=0)) ** 2 + np.abs(np.fft.rfft(W_2MxK[M:], axis=0)) ** 2
+  power[1:(M + 1) // 2] *= 2     # k and M - k
+  return power
+
+
+def frozen_frequency_nodes(M: int, frequencies, per_frequency: int, scale: float, seed: int = 0):
+  """Nodes W_2MxK aligned with given frequencies: u = cos(2πkg/M + φ), v = cos(2πkh/M + ψ), random
+  phases; `per_frequency` ≥ 9 of them span cos/sin(ω(g+h)) modulo the other products, so the ridge top
+  layer fits those frequencies of Ỹ exactly."""
+  rng = np.random.default_rng(seed)
+  m = np.arange(M)[:, None]
+  cols = []
+  for k in frequencies:
+    phases = rng.uniform(0, 2 * np.pi, (2, per_frequency))
+    cols.append(np.concatenate([np.cos(2 * np.pi * k * m / M + phases[0]),
+                                np.cos(2 * np.pi * k * m / M + phases[1])], axis=0))
+  return scale * np.concatenate(cols, axis=1).astype(np.float32)

@@ -6,10 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.analysis import li2
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import trainer
 from jaxdyn.experiments import li2_grokking as exp
+from jaxdyn.models import li2 as li2_model
 from jaxdyn.models import modular as model_lib
 from jaxdyn.optim import factory
 
@@ -31,11 +31,11 @@ def assert_ridge_top_is_that_of_the_current_features(task, params_S, eta):
   for i in range(task.num_members):
     d, params = member(task.data, i), member(params_S, i)
     real = d['train_weights'] > 0
-    F = exp.hidden_features(params, d['train_inputs'][real])
+    F = li2_model.hidden_features(params, d['train_inputs'][real])
     M = params['W'].shape[0] // 2
-    V = li2.ridge_top_layer(F, jax.nn.one_hot(d['train_labels'][real], M) - 1 / M, eta)
+    V = li2_model.ridge_top_layer(F, jax.nn.one_hot(d['train_labels'][real], M) - 1 / M, eta)
     np.testing.assert_allclose(
-        exp.ridge_top(params, d['train_inputs'], d['train_labels'], d['train_weights'], eta), V,
+        li2_model.ridge_top(params, d['train_inputs'], d['train_labels'], d['train_weights'], eta), V,
         rtol=2e-3, atol=1e-5)
     loss, _ = task.loss_fn(params, d, None)
     np.testing.assert_allclose(loss, model_lib.centered_mse(F @ V, d['train_labels'][real]),
@@ -76,20 +76,6 @@ class PaddingTest(absltest.TestCase):
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a[c2], b, rtol=1e-4, atol=1e-6),
                  runs[0].params, runs[1].params)
 
-  def test_train_sizes_follow_c_m_log_m_and_splits_are_nested(self):
-    config = tiny(data__group='Z11')
-    sizes = exp.train_sizes(config, [1.0, 2.0])
-    np.testing.assert_array_equal(sizes, np.round(np.array([1.0, 2.0]) * 11 * np.log(11)))
-    data = exp.member_data(config, [3, 3], sizes)
-    small = data['train_inputs'][0][data['train_weights'][0] > 0]
-    big = data['train_inputs'][1][data['train_weights'][1] > 0]
-    self.assertTrue({tuple(p) for p in small} <= {tuple(p) for p in big})
-    for i in range(2):   # train and test are disjoint and cover all pairs
-      pairs = [tuple(p) for part in ('train', 'test')
-               for p in data[f'{part}_inputs'][i][data[f'{part}_weights'][i] > 0]]
-      self.assertLen(set(pairs), 121)
-      self.assertLen(pairs, 121)
-
 
 class MuonTest(absltest.TestCase):
 
@@ -121,6 +107,11 @@ class ExperimentTest(parameterized.TestCase):
     self.assertEqual(result.history['eval/test_accuracy'].shape, (9, 4))
     self.assertGreater(result.final('eval/train_accuracy').mean(),
                        result.history['eval/train_accuracy'][0].mean())
+    if (group, optimizer, top) == ('Z7', 'adam', 'gradient'):   # exactly the :tiny config
+      # Golden numbers of :tiny (c = 2, 2, 4, 4; seeds 0, 1, 0, 1). Update them only for a deliberate
+      # change of the model, data, init or optimizer, never to make a refactor pass.
+      np.testing.assert_allclose(result.final('eval/train_loss'),
+                                 [0.116097, 0.125815, 0.271792, 0.174284], rtol=1e-4)
     if top == 'ridge':
       assert_ridge_top_is_that_of_the_current_features(exp.build_task(config), result.params,
                                                        config.model.ridge_eta)
@@ -130,6 +121,14 @@ class ExperimentTest(parameterized.TestCase):
     config.data.group = 'Q8'
     with self.assertRaisesRegex(config_lib.ConfigError, 'data.group'):
       exp.check_config(config)
+
+  def test_bad_values_are_refused_naming_the_field(self):
+    for fields, field in (({'data__train_fraction': 0.5}, 'sweep.c'),
+                          ({'model__top': 'linear'}, 'model.top'),
+                          ({'data__c': 0.0, 'sweep__c': ()}, 'data.c'),
+                          ({'model__ridge_eta': 0.0}, 'model.ridge_eta')):
+      with self.assertRaisesRegex(config_lib.ConfigError, field.replace('.', r'\.')):
+        exp.check_config(tiny(**fields))
 
 
 if __name__ == '__main__':

@@ -1,4 +1,7 @@
-"""Tests for jaxdyn.analysis.li2: ridge closed forms against autodiff, and Stage II energy maxima."""
+"""Tests for jaxdyn.analysis.li2: ridge closed forms against autodiff, Stage II energy maxima, the
+irrep-alignment figure and Stage III's frequency power."""
+import os
+
 from absl.testing import absltest, parameterized
 import jax
 import jax.numpy as jnp
@@ -8,7 +11,7 @@ import scipy.linalg
 
 from jaxdyn.analysis import groups as G
 from jaxdyn.analysis import li2
-
+from jaxdyn.data import groups as D
 
 
 class X64TestCase(parameterized.TestCase):
@@ -26,14 +29,6 @@ def features_and_targets(n=12, K=16, M=5, seed=0):
 
 
 class StageOneTest(X64TestCase):
-
-  @parameterized.parameters((12, 16), (16, 5))   # the n × n and the K × K solve
-  def test_ridge_top_layer_minimises_the_regularised_loss(self, n, K):
-    F, Y = features_and_targets(n, K)
-    V = li2.ridge_top_layer(F, Y, 0.3)
-    loss = lambda V: 0.5 * jnp.sum((F @ V - Y) ** 2) + 0.15 * jnp.sum(V ** 2)  # noqa: E731
-    np.testing.assert_allclose(jax.grad(loss)(V), 0, atol=1e-10)
-    np.testing.assert_allclose(loss(V), li2.ridge_optimal_loss(F, Y, 0.3), rtol=1e-10)
 
   @parameterized.parameters((12, 16, 0.3), (12, 5, 2.0))
   def test_backprop_is_minus_the_gradient_of_the_ridge_optimal_loss(self, n, K, eta):
@@ -102,18 +97,18 @@ class StageTwoTest(X64TestCase):
 
   @parameterized.parameters(7, 9, 13)
   def test_modular_addition_odd_maxima_are_single_frequencies(self, M):
-    X, Y = li2.group_inputs(G.cyclic(M))
+    X, Y = li2.group_inputs(D.cyclic(M))
     w, E = li2.energy_ascent(jax.random.normal(jax.random.key(M), (6, 2 * M)), X, Y, steps=1000)
     np.testing.assert_allclose(E, M / 16, rtol=1e-5)
     for wi in np.asarray(w):
-      self.assertGreater(li2.irrep_energy_fractions(wi, G.cyclic(M)).max(), 0.999)
-    np.testing.assert_allclose(li2.irrep_energy_fractions(np.asarray(w).T, G.cyclic(M)).T,
-                               [li2.irrep_energy_fractions(wi, G.cyclic(M)) for wi in np.asarray(w)],
+      self.assertGreater(li2.irrep_energy_fractions(wi, D.cyclic(M)).max(), 0.999)
+    np.testing.assert_allclose(li2.irrep_energy_fractions(np.asarray(w).T, D.cyclic(M)).T,
+                               [li2.irrep_energy_fractions(wi, D.cyclic(M)) for wi in np.asarray(w)],
                                rtol=1e-10, atol=1e-12)
 
   @parameterized.parameters(8, 10)
   def test_even_modulus_alternating_feature(self, M):
-    group = G.cyclic(M)
+    group = D.cyclic(M)
     X, Y = li2.group_inputs(group)
     sign, kind = G.real_irreps(group)[1]
     self.assertEqual(kind, 'real')
@@ -121,8 +116,8 @@ class StageTwoTest(X64TestCase):
     np.testing.assert_allclose(li2.energy(alternating, X, Y), M / 8, rtol=1e-6)
     self.assertAlmostEqual(jax.grad(li2.energy)(alternating, X, Y) @ jnp.ones(2 * M), 0, places=8)
 
-  @parameterized.named_parameters(('S3', G.symmetric(3)), ('D5', G.dihedral(5)),
-                                  ('Z2xZ3xZ4', G.direct_product(G.cyclic(2), G.cyclic(3), G.cyclic(4))))
+  @parameterized.named_parameters(('S3', D.symmetric(3)), ('D5', D.dihedral(5)),
+                                  ('Z2xZ3xZ4', D.direct_product(D.cyclic(2), D.cyclic(3), D.cyclic(4))))
   def test_group_maxima_per_irrep(self, group):
     M = len(group.table)
     X, Y = li2.group_inputs(group)
@@ -142,6 +137,34 @@ class StageTwoTest(X64TestCase):
       self.assertGreater(fractions.max(), 0.999)
       rep, kind = irreps[int(fractions.argmax())]
       np.testing.assert_allclose(Ei, li2.predicted_max_energy(M, rep.dim, kind), rtol=1e-4)
+
+
+class FiguresTest(absltest.TestCase):
+
+  def test_irrep_alignment_figure(self):
+    group = D.symmetric(3)
+    W = np.random.default_rng(0).normal(size=(12, 8))
+    path = li2.plot_irrep_alignment(W, group, os.path.join(self.create_tempdir().full_path, 'a.png'),
+                                    title='S3', subtitle='random')
+    self.assertGreater(os.path.getsize(path), 0)
+    fractions = li2.irrep_energy_fractions(W, group)
+    np.testing.assert_allclose(fractions.sum(0), 1.0, rtol=1e-10)   # the irreps span R^G
+
+
+class StageThreeTest(absltest.TestCase):
+
+  def test_frequency_power_of_a_pure_frequency(self):
+    M, k = 11, 3
+    m = np.arange(M)
+    w = np.concatenate([np.cos(2 * np.pi * k * m / M), np.sin(2 * np.pi * k * m / M + 1)])[:, None]
+    power = li2.frequency_power(w)[:, 0]
+    self.assertEqual(power.argmax(), k)
+    self.assertAlmostEqual(power[k] / power.sum(), 1.0, places=6)
+
+  def test_frozen_frequency_nodes_sit_on_their_frequencies(self):
+    W = li2.frozen_frequency_nodes(13, (2, 5), per_frequency=3, scale=0.5, seed=1)
+    self.assertEqual(W.shape, (26, 6))
+    np.testing.assert_array_equal(li2.frequency_power(W).argmax(0), [2, 2, 2, 5, 5, 5])
 
 
 if __name__ == '__main__':

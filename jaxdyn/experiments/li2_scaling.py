@@ -1,0 +1,254 @@
+"""Li2's sample-complexity study (Tian 2025, arXiv 2509.21519): the scaling law and the lr boundary.
+
+  scaling law   final test accuracy over (M, c) with n = c · M ln M, one `li2_grokking` program per
+                (top layer, M) over c × seeds; the transition c* found from the data
+  lr boundary   near the critical size, does a larger learning rate land in memorisation? one program
+                over lr × c × seeds at one M; per-seed transitions and trajectories
+
+`launch/li2_scaling.py` runs both. Each run appends an entry (its members' final accuracies) to a log
+that `write_log` saves as results.json; heat-maps and curves go beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Callable, Sequence
+
+import ml_collections
+import numpy as np
+
+from jaxdyn.core import figures
+from jaxdyn.core import results
+from jaxdyn.core.figures import plt
+from jaxdyn.experiments import li2_grokking
+
+C_AXIS = 'c = n / (M ln M)'
+
+
+def _print(line: str) -> None:
+  print(line, flush=True)
+
+
+def width_for(M: int, width_per_MlnM: float) -> int:
+  """Hidden width q = round(r · M ln M): keeps the reference's q / n ratio (512 / (127 ln 127) ≈ 0.83)
+  when M is smaller than the reference's 127."""
+  return max(8, round(width_per_MlnM * M * math.log(M)))
+
+
+def scaling_config(M: int, top: str, cs, *, seeds: int, steps: int, width_per_MlnM: float,
+                   lrs=()) -> ml_collections.ConfigDict:
+  """One program of the scaling sweep: Z_M, every c (× every lr) × seeds."""
+  config = li2_grokking.get_config('scaling')
+  config.data.group = f'Z{M}'
+  config.model.hidden = width_for(M, width_per_MlnM)
+  config.model.top = top
+  config.num_seeds = seeds
+  config.sweep.c = tuple(cs)
+  config.sweep.lr = tuple(lrs)
+  config.train.update(steps=steps, checkpoint_every=steps, steps_per_dispatch=min(steps, 1000))
+  return config
+
+
+def final_accuracies(result) -> list[dict]:
+  """Per member: its hyperparameters with the final train and test accuracy."""
+  rows = results.final_rows(result.history, result.members,
+                            ['eval/train_accuracy', 'eval/test_accuracy'])
+  return [{**{k: v for k, v in r.items() if not results.is_metric(k)},
+           'train_accuracy': r['eval/train_accuracy'], 'test_accuracy': r['eval/test_accuracy']}
+          for r in rows]
+
+
+def transition_c(cs, test_accuracy, level: float = 0.5) -> float:
+  """The c at which the seed-averaged test accuracy first crosses `level`, interpolated linearly in
+  log c between the measured points; nan when it never crosses, -inf when it starts above."""
+  cs, acc = np.asarray(cs, float), np.asarray(test_accuracy, float)
+  if acc[0] >= level:
+    return -np.inf
+  above = np.nonzero(acc >= level)[0]
+  if not len(above):
+    return np.nan
+  i = above[0]
+  t = (level - acc[i - 1]) / (acc[i] - acc[i - 1])
+  return float(np.exp(np.log(cs[i - 1]) + t * (np.log(cs[i]) - np.log(cs[i - 1]))))
+
+
+def seed_means(rows: list[dict], key: str, by: Sequence[str]) -> dict[tuple, float]:
+  """{values of the fields `by`: the seed mean of `key`} (`results.over_seeds`), sorted by key."""
+  return {tuple(r[b] for b in by): r[key] for r in results.over_seeds(rows, key, list(by))}
+
+
+def boundary_by(rows: list[dict], by: str = 'lr', level: float = 0.5,
+                solved: float = 0.9) -> dict[float, dict]:
+  """Per value of `by` (e.g. each learning rate): the transition c* of every seed's own test-accuracy
+  curve over c (`transition_c`), the mean and spread of the finite ones (the population std, as in
+  the recorded runs; `results.over_seeds` gives the sample std), c* of the seed-averaged curve (at
+  `level` and at `solved`), and per c the fraction of seeds whose test accuracy reaches `solved`. A
+  boundary that moves with `by` shows up as per-seed c* values that separate between its values."""
+  out = {}
+  for v in sorted({r[by] for r in rows}):
+    mine = [r for r in rows if r[by] == v]
+    cs = sorted({r['c'] for r in mine})
+    per_seed = []
+    for seed in sorted({r['seed'] for r in mine}):
+      acc = {r['c']: r['test_accuracy'] for r in mine if r['seed'] == seed}
+      per_seed.append(transition_c(cs, [acc[c] for c in cs], level))
+    mean_curve = seed_means(mine, 'test_accuracy', ('c',))
+    solved_by_c = seed_means([{'c': r['c'], 'seed': r['seed'],
+                               'solved': float(r['test_accuracy'] >= solved)} for r in mine],
+                             'solved', ('c',))
+    finite = [x for x in per_seed if np.isfinite(x)]
+    out[v] = {'cs': cs, 'c_star_per_seed': per_seed,
+              'c_star_mean': float(np.mean(finite)) if finite else np.nan,
+              'c_star_std': float(np.std(finite)) if finite else np.nan,
+              'c_star_of_mean_curve': transition_c(cs, [mean_curve[(c,)] for c in cs], level),
+              'c_solved_of_mean_curve': transition_c(cs, [mean_curve[(c,)] for c in cs], solved),
+              'solved_fraction': [solved_by_c[(c,)] for c in cs],
+              'mean_test_accuracy': [mean_curve[(c,)] for c in cs]}
+  return out
+
+
+def trajectories(workdir: str, key: str = 'eval/test_accuracy') -> dict[tuple, tuple]:
+  """{(lr, c, seed): (steps, values)} of one metric from a sweep's records (`results.read_records`)."""
+  out: dict[tuple, dict] = {}
+  for r in results.read_records(workdir):
+    if key in r:
+      out.setdefault((r['lr'], r['c'], r['seed']), {})[r['step']] = r[key]
+  return {k: (np.asarray(sorted(v)), np.asarray([v[s] for s in sorted(v)])) for k, v in out.items()}
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def plot_boundary_curves(rows: list[dict], path: str, *, by: str = 'lr', title: str = '') -> str:
+  """Final test accuracy over c, one line per value of `by` (seed mean, with every seed as dots)."""
+  fig, ax = plt.subplots(figsize=(6.5, 4.2))
+  for i, v in enumerate(sorted({r[by] for r in rows})):
+    mine = [r for r in rows if r[by] == v]
+    mean = seed_means(mine, 'test_accuracy', ('c',))
+    cs = [k[0] for k in mean]
+    line, = ax.plot(cs, list(mean.values()), 'o-', label=f'{by} = {v:g}')
+    jitter = 0.012 * (i - 1.5)
+    ax.plot([r['c'] + jitter for r in mine], [r['test_accuracy'] for r in mine], '.',
+            color=line.get_color(), alpha=0.5)
+  ax.axhline(0.5, color='gray', lw=0.5)
+  ax.set(xlabel=C_AXIS, ylabel='final test accuracy', title=title)
+  ax.legend(fontsize=8)
+  fig.tight_layout()
+  return figures.save(fig, path)
+
+
+def plot_trajectories(traj: dict[tuple, tuple], c: float, path: str, title: str = '') -> str:
+  """Test accuracy over steps at one c: a panel per seed, a line per learning rate."""
+  seeds = sorted({k[2] for k in traj if k[1] == c})
+  lrs = sorted({k[0] for k in traj if k[1] == c})
+  cols = min(4, len(seeds))
+  rows = -(-len(seeds) // cols)
+  fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, sharey=True)
+  for ax, seed in zip(axes.flat, seeds):
+    for lr in lrs:
+      steps, values = traj[(lr, c, seed)]
+      ax.plot(steps, values, label=f'lr {lr:g}')
+    ax.set(title=f'seed {seed}', xlabel='step', ylim=(0, 1.02))
+  axes[0, 0].set_ylabel('test accuracy')
+  axes[0, 0].legend(fontsize=7)
+  for ax in list(axes.flat)[len(seeds):]:
+    ax.axis('off')
+  fig.suptitle(title or f'c = {c:g}')
+  fig.tight_layout()
+  return figures.save(fig, path, dpi=110)
+
+
+def plot_heatmap(table: dict[tuple, float], path: str, *, row_name: str, col_name: str,
+                 title: str) -> str:
+  """A (row, col) → value table as an annotated heat-map."""
+  rows = sorted({k[0] for k in table})
+  cols = sorted({k[1] for k in table})
+  grid = np.array([[table.get((r, c), np.nan) for c in cols] for r in rows])
+  fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2, 0.7 * len(rows) + 1.5))
+  ax.imshow(grid, cmap='viridis', vmin=0, vmax=1, aspect='auto')
+  for i in range(len(rows)):
+    for j in range(len(cols)):
+      ax.text(j, i, f'{grid[i, j]:.2f}', ha='center', va='center',
+              color='w' if grid[i, j] < 0.6 else 'k', fontsize=9)
+  ax.set_xticks(range(len(cols)), [f'{c:g}' for c in cols])
+  ax.set_yticks(range(len(rows)), [f'{r:g}' for r in rows])
+  ax.set(xlabel=col_name, ylabel=row_name, title=title)
+  fig.tight_layout()
+  return figures.save(fig, path)
+
+
+# --------------------------------------------------------------------------- the study
+
+
+def run(config: ml_collections.ConfigDict, workdir: str, log: list[dict],
+        echo: Callable[[str], None] | None = None) -> list[dict]:
+  """Trains one program (`li2_grokking`), appends its entry to `log` and returns its members' rows."""
+  echo = echo or _print
+  t0 = time.perf_counter()
+  result = li2_grokking.train_and_evaluate(config, workdir)
+  rows = final_accuracies(result)
+  log.append({'workdir': workdir, 'wall_s': round(time.perf_counter() - t0, 1),
+              'group': config.data.group, 'hidden': config.model.hidden, 'top': config.model.top,
+              'steps': config.train.steps, 'members': rows})
+  echo(f'{workdir}: {log[-1]["wall_s"]} s')
+  return rows
+
+
+def write_log(out: str, log: list[dict]) -> str:
+  """`out`/results.json: every run's entry."""
+  return results.write_json(os.path.join(out, 'results.json'), log, indent=1)
+
+
+def scaling_law(out: str, top: str, Ms: Sequence[int], cs: Sequence[float], *, seeds: int,
+                steps: int, width_per_MlnM: float, log: list[dict],
+                echo: Callable[[str], None] | None = None) -> dict[tuple, float]:
+  """One program per M (Z_M, every c × seeds) with one top layer, in `out`/<top>/Z<M>; the seed-mean
+  final test accuracy per (M, c) as `out`/scaling_<top>.png. Returns that table."""
+  echo = echo or _print
+  table = {}
+  for M in Ms:
+    config = scaling_config(M, top, cs, seeds=seeds, steps=steps, width_per_MlnM=width_per_MlnM)
+    rows = run(config, os.path.join(out, top, f'Z{M}'), log, echo)
+    acc = seed_means(rows, 'test_accuracy', ('c',))
+    table.update({(M, c): a for (c,), a in acc.items()})
+    echo(f'{top} M={M}: test acc by c {acc}; c* (0.5) = '
+         f'{transition_c(list(cs), [acc[(c,)] for c in cs]):.3g}')
+    write_log(out, log)
+  plot_heatmap(table, os.path.join(out, f'scaling_{top}.png'), row_name='M', col_name=C_AXIS,
+               title=f'final test accuracy, {top} top layer, {steps} steps')
+  return table
+
+
+def lr_boundary(out: str, M: int, cs: Sequence[float], lrs: Sequence[float], *, seeds: int,
+                steps: int, width_per_MlnM: float, loss: str, log: list[dict],
+                echo: Callable[[str], None] | None = None) -> dict[float, dict]:
+  """One program over lr × c × seeds on Z_M (gradient top layer), in `out`/lr/Z<M>[_<loss>]: heat-map
+  and curves of the final test accuracy over (lr, c), trajectories at the middle c, and the per-lr
+  boundary (`boundary_by`, also stored in the run's log entry). Returns the boundary."""
+  echo = echo or _print
+  config = scaling_config(M, 'gradient', cs, seeds=seeds, steps=steps,
+                          width_per_MlnM=width_per_MlnM, lrs=lrs)
+  config.loss = loss
+  name = f'Z{M}' + ('' if loss == 'mse' else f'_{loss}')
+  rows = run(config, os.path.join(out, 'lr', name), log, echo)
+  table = seed_means(rows, 'test_accuracy', ('lr', 'c'))
+  title = f'final test accuracy, Z{M}, Adam, {loss}, {steps} steps'
+  plot_heatmap(table, os.path.join(out, f'lr_boundary_{name}.png'), row_name='lr', col_name=C_AXIS,
+               title=title)
+  plot_boundary_curves(rows, os.path.join(out, f'lr_curves_{name}.png'), title=title)
+  sorted_cs = sorted(cs)
+  mid = sorted_cs[len(sorted_cs) // 2]
+  plot_trajectories(trajectories(os.path.join(out, 'lr', name)), mid,
+                    os.path.join(out, f'lr_trajectories_{name}_c{mid:g}.png'),
+                    title=f'{title}, c = {mid:g}')
+  boundary = boundary_by(rows, 'lr')
+  log[-1]['boundary_by_lr'] = {str(k): v for k, v in boundary.items()}
+  echo(f'lr boundary: {table}')
+  for lr, b in boundary.items():
+    echo(f'lr={lr:g}: c* per seed {np.round(b["c_star_per_seed"], 3).tolist()}, mean '
+         f'{b["c_star_mean"]:.3f} ± {b["c_star_std"]:.3f}; c* of the mean curve '
+         f'{b["c_star_of_mean_curve"]:.3f} (0.9: {b["c_solved_of_mean_curve"]:.3f}); mean acc '
+         f'{np.round(b["mean_test_accuracy"], 3).tolist()}; seeds ≥ 0.9 {b["solved_fraction"]}')
+  return boundary
