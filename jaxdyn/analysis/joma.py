@@ -1,51 +1,30 @@
-"""JoMA (Tian et al., ICLR 2024): the attention-logit invariant and normalised correlations.
+"""JoMA (Tian et al., ICLR 2024): the attention-logit invariant, normalised correlations, salience
+dynamics and the linear case's erf relation; the figures that go with them.
 
-Setting of Theorem 1 / Figs. 2-3: M contextual tokens with one-hot embeddings U_C (d × M, the
-first M columns of an identity-padded U) and a query token u_q; class k has the context
-distribution x_k (column k of X, M × K). Attention b_k over the contextual tokens, feature
-f_k = U_C b_k + u_q (residual), logits W^T f_k (W is d × K), cross-entropy against k.
-With V = U_C^T W (row m: v_m), gradient flow keeps
+The models and losses are in `jaxdyn.models.joma`, the data in `jaxdyn.data.joma`. Setting of
+Theorem 1 / Figs. 2-3 (`models.joma.contextual_loss`): M contextual tokens with one-hot embeddings
+U_C, class k's context distribution x_k (column k of X, M × K), logits W^T f_k (W is d × K). With
+V = U_C^T W (row m: v_m), gradient flow keeps
   exponential  b = x ∘ e^{z/T}:            z_m − ‖v_m‖² / 2T                  = const
   softmax      b = x ∘ e^{z/T} / Σ(...):   z_m − (‖v_m‖² − x̄_m ‖W‖²_F) / 2T  ≈ const
   linear       b = x ∘ z / T:              z_m² − ‖v_m‖²                      = const
 """
 
-from typing import NamedTuple
+from typing import Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
+import numpy as np
 
-KINDS = ('linear', 'exponential', 'softmax')
+from jaxdyn.core import figures
+from jaxdyn.core.figures import plt
+from jaxdyn.models import joma as model_lib
 
 
 def normalized_correlation(a: jax.Array, b: jax.Array, eps: float = 1e-8) -> jax.Array:
   """NC(a, b): cosine similarity of the mean-centred vectors."""
   a, b = a - a.mean(), b - b.mean()
   return a @ b / ((jnp.linalg.norm(a) + eps) * (jnp.linalg.norm(b) + eps))
-
-
-def context_attention(z_M: jax.Array, x_MxK: jax.Array, temperature: float, kind: str):
-  """b_k for each class (columns), for the attention kinds above."""
-  if kind == 'linear':
-    return x_MxK * z_M[:, None] / temperature
-  if kind == 'exponential':
-    return x_MxK * jnp.exp(z_M / temperature)[:, None]
-  if kind == 'softmax':
-    weights = x_MxK * jnp.exp(z_M / temperature)[:, None]
-    return weights / weights.sum(axis=0, keepdims=True)
-  raise ValueError(f'Unknown JoMA attention kind {kind!r}; expected one of {KINDS}.')
-
-
-def contextual_loss(params: dict, x_MxK: jax.Array, temperature: float, kind: str) -> jax.Array:
-  """Cross-entropy of the Figs. 2-3 model; params {'W': d × K, 'z': M}, U identity-padded."""
-  w_DxK, z_M = params['W'], params['z']
-  num_context, num_classes = x_MxK.shape
-  b_MxK = context_attention(z_M, x_MxK, temperature, kind)
-  f_DxK = jnp.zeros((w_DxK.shape[0], num_classes)).at[:num_context].set(b_MxK)
-  f_DxK = f_DxK.at[num_context].add(1.0)  # residual: the query token's embedding
-  logits_KxK = f_DxK.T @ w_DxK
-  return optax.softmax_cross_entropy_with_integer_labels(logits_KxK, jnp.arange(num_classes)).mean()
 
 
 class InvariantTerms(NamedTuple):
@@ -64,7 +43,7 @@ def invariant_terms(w_DxK: jax.Array, x_mean_M: jax.Array, temperature: float,
     return InvariantTerms(squared, jnp.zeros_like(squared))
   if kind == 'softmax':
     return InvariantTerms(squared, -x_mean_M * (w_DxK ** 2).sum() / (2 * temperature))
-  raise ValueError(f'Unknown JoMA attention kind {kind!r}; expected one of {KINDS}.')
+  raise ValueError(f'Unknown JoMA attention kind {kind!r}; expected one of {model_lib.KINDS}.')
 
 
 def predicted_logits(z0_M: jax.Array, terms0: InvariantTerms, terms: InvariantTerms,
@@ -74,6 +53,31 @@ def predicted_logits(z0_M: jax.Array, terms0: InvariantTerms, terms: InvariantTe
   if kind == 'linear':
     return jnp.sign(z0_M) * jnp.sqrt(jnp.maximum(z0_M ** 2 + change, 0.0))
   return z0_M + change
+
+
+def invariant_metrics(params: Mapping[str, dict], x_MxK: jax.Array, w0_DxK: jax.Array,
+                      z0_M: jax.Array, temperature: float) -> dict[str, jax.Array]:
+  """Theorem 1 checked on the three kinds trained side by side (`params[kind] = {'W', 'z'}`, all from
+  W(0) = w0_DxK, z(0) = z0_M): per kind NC(z, ẑ) (`nc_<kind>`) and NC(z, its squared term alone)
+  (`nc_squared_term_<kind>`); NC(z², z(0)² + Δ‖v‖²) for linear attention (`nc_linear_squares`: a z_m
+  that crosses 0 loses its sign in ẑ_m = sign(z_m(0)) √(…), but not in z_m²); NC(z, the ‖W‖²-term
+  alone) for softmax (`nc_norm_term_softmax`)."""
+  x_mean_M = x_MxK.mean(axis=1)
+  out = {}
+  for kind in model_lib.KINDS:
+    z_M = params[kind]['z']
+    terms0 = invariant_terms(w0_DxK, x_mean_M, temperature, kind)
+    terms = invariant_terms(params[kind]['W'], x_mean_M, temperature, kind)
+    out[f'nc_{kind}'] = normalized_correlation(z_M, predicted_logits(z0_M, terms0, terms, kind))
+    out[f'nc_squared_term_{kind}'] = normalized_correlation(z_M, terms.squared)
+  linear_terms0, linear_terms = (invariant_terms(w, x_mean_M, temperature, 'linear')
+                                 for w in (w0_DxK, params['linear']['W']))
+  out['nc_linear_squares'] = normalized_correlation(
+      params['linear']['z'] ** 2, z0_M ** 2 + linear_terms.squared - linear_terms0.squared)
+  out['nc_norm_term_softmax'] = normalized_correlation(
+      params['softmax']['z'],
+      invariant_terms(params['softmax']['W'], x_mean_M, temperature, 'softmax').norm)
+  return out
 
 
 def best_match_ncorr(hidden_NxH: jax.Array, indicators_NxL: jax.Array) -> jax.Array:
@@ -106,6 +110,26 @@ def salience_dynamics(w_star_M: jax.Array, w0: float, lr: float, temperature: fl
   return path, jax.vmap(entropy)(path)
 
 
+def fig4_salience(key: jax.Array, num_components: int, w0: float, lr: float, temperature: float,
+                  steps: int) -> tuple[jax.Array, jax.Array]:
+  """JoMA Fig. 4's run: w* = sort(3·U[0,1)^M + 1) drawn from `key`, then `salience_dynamics`."""
+  w_star_M = jnp.sort(3 * jax.random.uniform(key, (num_components,)) + 1)
+  return salience_dynamics(w_star_M, w0, lr, temperature, steps)
+
+
+def contextual_summary(history: Mapping[str, np.ndarray], salience_entropy: np.ndarray) -> dict:
+  """The Figs. 2-4 numbers of a run: the minimum over steps and members of NC(z, ẑ) per kind (and of
+  the linear kind on squares), and the Fig. 4 entropy at the start, its minimum (value, step) and at
+  the end."""
+  summary = {f'min_{name}': float(history[f'eval/{name}'].min()) for name in
+             ('nc_linear', 'nc_linear_squares', 'nc_exponential', 'nc_softmax')}
+  summary.update(salience_entropy_start=float(salience_entropy[0]),
+                 salience_entropy_min=float(salience_entropy.min()),
+                 salience_entropy_argmin=int(salience_entropy.argmin()),
+                 salience_entropy_end=float(salience_entropy[-1]))
+  return summary
+
+
 def pooled_best_match_ncorr(hidden_BxTxH: jax.Array, indicators_BxL: jax.Array) -> jax.Array:
   """Table 1 NCorr of a layer: hidden activations max-pooled over positions, then best_match_ncorr."""
   return best_match_ncorr(hidden_BxTxH.max(axis=1), indicators_BxL)
@@ -122,25 +146,6 @@ def pooled_best_match_ncorr(hidden_BxTxH: jax.Array, indicators_BxL: jax.Array) 
 # so erf(v_m/√2)/Δ_m is the same for all m. The most salient component (largest Δ) reaches
 # erf = 1, i.e. v → ∞, at t* = √(π/2)/(η Δ_max); every other component stays bounded by
 # √2 erf⁻¹(Δ_m/Δ_max).
-
-
-def linear_case_loss(params: dict, x_M: jax.Array, g: float) -> jax.Array:
-  """L = −g Σ_m v_m x_m e^{z_m}: one node, linear activation, exp attention, fixed gradient g."""
-  return -g * (params['v'] * x_M * jnp.exp(params['z'])).sum()
-
-
-def linear_case_training(x_M: jax.Array, g: float, lr: float, steps: int) -> dict:
-  """SGD (jax.grad of `linear_case_loss`) from v = z = 0; returns the paths {'v', 'z'}: (steps+1) × M."""
-  grad = jax.grad(linear_case_loss)
-
-  def step(params, _):
-    updates = grad(params, x_M, g)
-    params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
-    return params, params
-
-  init = {'v': jnp.zeros_like(x_M), 'z': jnp.zeros_like(x_M)}
-  _, path = jax.lax.scan(step, init, None, length=steps)
-  return jax.tree.map(lambda p0, p: jnp.concatenate([p0[None], p]), init, path)
 
 
 def erf_ratio(v_M: jax.Array, delta_M: jax.Array) -> jax.Array:
@@ -164,3 +169,53 @@ def erf_closed_form(delta_M: jax.Array, lr: float, t) -> jax.Array:
   """v_m(t) = √2 erf⁻¹(√(2/π) η Δ_m t) for t < t*: T × M (NaN where the argument reaches 1)."""
   arg = jnp.sqrt(2 / jnp.pi) * lr * jnp.asarray(t, delta_M.dtype)[:, None] * delta_M[None]
   return jnp.where(arg < 1, jnp.sqrt(2.0) * jax.scipy.special.erfinv(jnp.minimum(arg, 1.0)), jnp.nan)
+
+
+def erf_check(delta_M: jax.Array, lr: float) -> dict:
+  """The linear case trained by SGD (`models.joma.linear_case_training`, g = 1, Δ = x) from zero
+  until 0.995 t*, against the erf relation. Returns the arrays ('t', 'v', 'z', 'closed_form',
+  'ratio', 'limit': T × M or M) and 'summary': the conserved z − v²/2's largest error, the largest
+  relative spread of erf(v_m/√2)/Δ_m over components (after step 0), the distance to the closed form
+  (all but the most salient), and the final v against the bounded limits."""
+  t_star = float(erf_blowup_time(delta_M, lr))
+  steps = int(0.995 * t_star)
+  path = model_lib.linear_case_training(delta_M, 1.0, lr, steps)
+  v, z = np.asarray(path['v']), np.asarray(path['z'])
+  t = np.arange(steps + 1)
+  closed = np.asarray(erf_closed_form(delta_M, lr, t))
+  ratio = np.asarray(erf_ratio(jnp.asarray(v), delta_M[None]))
+  limit = np.asarray(erf_bounded_limit(delta_M))
+  spread = (ratio.max(1) - ratio.min(1)) / np.maximum(np.abs(ratio.mean(1)), 1e-12)
+  summary = {
+      'delta': np.asarray(delta_M).tolist(), 'lr': lr, 't_star': t_star, 'steps': steps,
+      'max_abs_invariant_error': float(np.abs(z - v ** 2 / 2).max()),
+      'max_relative_spread_of_erf_ratio': float(spread[1:].max()),
+      'max_abs_error_vs_closed_form_except_most_salient': float(np.nanmax(np.abs(v - closed)[:, :-1])),
+      'final_v': v[-1].tolist(), 'bounded_limit': [float(x) for x in limit],
+      'final_fraction_of_limit_except_most_salient': (v[-1, :-1] / limit[:-1]).tolist(),
+  }
+  return {'t': t, 'v': v, 'z': z, 'closed_form': closed, 'ratio': ratio, 'limit': limit,
+          'delta': np.asarray(delta_M), 't_star': t_star, 'summary': summary}
+
+
+def plot_erf(check: dict, path: str) -> str:
+  """Two panels of an `erf_check`: v_m(t) with the closed form (dashed), the bounded limits (dotted)
+  and t* (red); erf(v_m/√2)/Δ_m against t, one curve for all m. Returns the path written."""
+  t, v, closed, ratio, limit = (check[k] for k in ('t', 'v', 'closed_form', 'ratio', 'limit'))
+  fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+  colors = plt.cm.viridis(np.linspace(0, 0.9, len(limit)))
+  for m, color in enumerate(colors):
+    axes[0].plot(t, v[:, m], color=color, lw=1.8, label=f'Δ={float(check["delta"][m]):.2f}')
+    axes[0].plot(t, closed[:, m], '--', color='k', lw=0.6)
+    if np.isfinite(limit[m]):
+      axes[0].axhline(limit[m], color=color, ls=':', lw=0.8)
+    axes[1].plot(t[1:], ratio[1:, m], color=color, lw=1.0)
+  axes[0].axvline(check['t_star'], color='r', lw=0.8)
+  axes[0].set(xlabel='SGD step', ylabel='v_m', title='v_m (solid), √2 erf⁻¹(√(2/π)ηΔ_m t) (dashed), '
+              'limits √2 erf⁻¹(Δ_m/Δ_max) (dotted)')
+  axes[0].title.set_fontsize(7)
+  axes[0].set_ylim(0, 3.5)
+  axes[0].legend(fontsize=6)
+  axes[1].set(xlabel='SGD step', ylabel='erf(v_m/√2)/Δ_m', title='one curve for all m (erf relation)')
+  fig.tight_layout()
+  return figures.save(fig, path)

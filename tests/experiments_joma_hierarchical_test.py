@@ -1,0 +1,115 @@
+"""Tests of JoMA's hierarchical experiment (jaxdyn.experiments.joma_hierarchical), :tiny config."""
+
+import os
+import tempfile
+
+from absl.testing import absltest
+import jax
+import numpy as np
+
+from jaxdyn.core import trainer
+from jaxdyn.core.config import ConfigError
+from jaxdyn.data import joma as data_lib
+from jaxdyn.experiments import joma_hierarchical
+
+
+class JomaHierarchicalTest(absltest.TestCase):
+
+  def test_tiny_runs_learns_and_reports_init_baseline(self):
+    config = joma_hierarchical.get_config('tiny')
+    workdir = tempfile.mkdtemp()
+    result = joma_hierarchical.train_and_evaluate(config, workdir)
+    h = result.history
+    np.testing.assert_array_equal(h['step'], [0, 30, 60])
+    for name in ('eval/ncorr_s0', 'eval/ncorr_s1', 'eval/control_s0', 'eval/control_s1'):
+      self.assertEqual(h[name].shape, (3, config.num_seeds))
+      self.assertTrue(np.all((h[name] > -1) & (h[name] <= 1 + 1e-5)))
+    np.testing.assert_allclose(h['eval/loss'][0], np.log(config.data.num_classes), atol=1.0)
+    self.assertTrue(np.all(h['eval/loss'][-1] < h['eval/loss'][0]))
+    self.assertGreater(h['eval/accuracy'][-1].mean(), h['eval/accuracy'][0].mean())
+    self.assertGreater(os.path.getsize(os.path.join(workdir, 'figures', 'ncorr.png')), 1000)
+    # reference_arch: the parameters the reference model lacks never move from their no-op values
+    layer = jax.tree.map(lambda x: np.asarray(x)[0], result.params['params']['layer_1']['attn'])
+    np.testing.assert_array_equal(layer['out']['kernel'], np.eye(config.model.d_model))
+    for name in ('query', 'key', 'value', 'out'):
+      np.testing.assert_array_equal(layer[name]['bias'], 0.0)
+    self.assertGreater(np.abs(layer['query']['kernel']).max(), 0.0)
+
+  def test_member_data_is_the_configs_latent_trees(self):
+    config = joma_hierarchical.get_config('tiny')
+    d = config.data
+    data = joma_hierarchical.member_data(config, [3, 4])
+    expected = data_lib.latent_tree_members([3, 4], num_classes=d.num_classes,
+                                            num_children=d.num_children, n0=d.n0, n1=d.n1,
+                                            vocab_size=d.vocab_size, seq_len=d.seq_len)
+    self.assertEqual(set(data), {'sequences', 'latents_0', 'latents_1', 'control_0', 'control_1'})
+    for name, value in expected.items():
+      np.testing.assert_array_equal(data[name], value)
+
+  def test_more_classes_than_vocabulary_is_refused(self):
+    config = joma_hierarchical.get_config('tiny')
+    config.data.num_classes = 200
+    with self.assertRaisesRegex(ConfigError, 'num_classes'):
+      joma_hierarchical.check_config(config)
+
+
+class Table1Test(absltest.TestCase):
+
+  def test_config_of_a_cell(self):
+    cell = joma_hierarchical.TABLE1_GRID[5]
+    self.assertEqual(cell, (30, 2, (20, 30)))
+    self.assertLen(joma_hierarchical.TABLE1_GRID, 12)
+    config = joma_hierarchical.table1_config('default', cell, steps=400, lr=1e-3, num_seeds=3,
+                                             d_model=64, eval_every=100)
+    self.assertEqual((config.data.num_classes, config.data.num_children, config.data.n0,
+                      config.data.n1), (30, 2, 20, 30))
+    self.assertEqual((config.train.steps, config.opt.lr, config.num_seeds, config.model.d_model,
+                      config.data.batch_size), (400, 1e-3, 3, 64, 128))
+    self.assertEqual((config.train.eval_every, config.train.checkpoint_every,
+                      config.train.steps_per_dispatch), (100, 400, 100))
+    joma_hierarchical.check_config(config)
+    untouched = joma_hierarchical.table1_config('default', cell)
+    self.assertEqual(untouched.train.to_dict(), joma_hierarchical.get_config().train.to_dict())
+    self.assertEqual(joma_hierarchical.table1_cell_name(cell), 'C30_nch2_n20-30')
+
+  def test_row_and_markdown_against_numpy(self):
+    rng = np.random.default_rng(0)
+    names = joma_hierarchical.TABLE1_METRICS
+    history = {'step': np.array([0, 50, 100]),
+               **{f'eval/{n}': rng.uniform(0, 1, (3, 3)).astype(np.float32) for n in names}}
+    result = trainer.TrainResult(state=None, history=history, members=[{'seed': s} for s in (1, 2, 3)],
+                                 workdir='', wall_time_s=12.6)
+    config = joma_hierarchical.table1_config('tiny', (20, 3, (10, 20)))
+    row = joma_hierarchical.table1_row(result, config)
+    h = {n: history[f'eval/{n}'].astype(np.float64) for n in names}
+    for n in names:
+      self.assertAlmostEqual(row[n], h[n][-1].mean())
+      self.assertAlmostEqual(row[f'{n}_init'], h[n][0].mean())
+      self.assertAlmostEqual(row[f'{n}/std'], h[n][-1].std(ddof=1))
+    self.assertAlmostEqual(row['delta_s1/std'], (h['ncorr_s1'][-1] - h['ncorr_s1'][0]).std(ddof=1))
+    self.assertEqual(row['delta_s1/n'], 3)
+    lines = joma_hierarchical.table1_markdown([row]).splitlines()
+    self.assertEqual(lines[0], '| C | N_ch | (N0, N1) | NCorr s=0 trained | s=0 at init '
+                     '| NCorr s=1 trained | s=1 at init | Δ s=0 (paired) | Δ s=1 (paired) '
+                     '| control s=0 trained / init | control s=1 trained / init | train acc '
+                     '| wall s |')
+    self.assertEqual(lines[1], '|' + '---|' * 13)
+
+    def mean_std(x):
+      return f'{x.mean():.2f} ± {x.std(ddof=1):.2f}'
+
+    s0, s1, c0, c1 = h['ncorr_s0'], h['ncorr_s1'], h['control_s0'], h['control_s1']
+    self.assertEqual(lines[2], f'| 20 | 3 | (10, 20) | {mean_std(s0[-1])} | {mean_std(s0[0])} '
+                     f'| {mean_std(s1[-1])} | {mean_std(s1[0])} | {mean_std(s0[-1] - s0[0])} '
+                     f'| {mean_std(s1[-1] - s1[0])} | {c0[-1].mean():.2f} / {c0[0].mean():.2f} '
+                     f'| {c1[-1].mean():.2f} / {c1[0].mean():.2f} '
+                     f'| {h["accuracy"][-1].mean():.2f} | 13 |')
+    one_seed = trainer.TrainResult(state=None, history={k: v[:, :1] if k != 'step' else v
+                                                        for k, v in history.items()},
+                                   members=[{'seed': 1}], workdir='', wall_time_s=1.0)
+    line = joma_hierarchical.table1_markdown([joma_hierarchical.table1_row(one_seed, config)])
+    self.assertIn(f'| {s0[-1, 0]:.2f} ± 0.00 |', line)   # one seed: std shown as 0
+
+
+if __name__ == '__main__':
+  absltest.main()
