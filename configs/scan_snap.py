@@ -6,11 +6,8 @@
   --config=configs/scan_snap.py:fig6     one num_last of the Fig. 6 sweep (launch/scan_snap_fig6.py runs all)
   --config=configs/scan_snap.py:thm4     Theorem 4 setting (launch/scan_snap_thm4.py compares B_n(t))
 
-The variants are defined in `jaxdyn.experiments.scan_snap.get_config`.
+The variants are defined in the library (`jaxdyn.experiments.scan_snap.VARIANTS`), so that a
+notebook gets the same configs without this file.
 """
 
-from jaxdyn.experiments import scan_snap
-
-
-def get_config(arg=None):
-  return scan_snap.get_config(arg)
+from jaxdyn.experiments.scan_snap import get_config  # noqa: F401

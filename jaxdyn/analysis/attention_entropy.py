@@ -4,13 +4,18 @@ For a query at position t with weights a_{t,s} over the keys it may see (Σ_s a_
 H_t = −Σ_s a_{t,s} ln a_{t,s}, with 0 ln 0 = 0 (masked keys carry weight 0 and add nothing). A causal
 query t sees t + 1 keys, so H_t ≤ ln(t + 1), with equality for uniform attention ("scan"); a
 one-hot row ("snap") has H_t = 0. Scan & Snap (Tian et al., NeurIPS 2023, Sec. 7) reads the fall of
-this entropy over training on real text as the attention becoming sparse.
+this entropy over training on real text as the attention becoming sparse; `plot_attention_maps`
+shows the maps themselves.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+
+from jaxdyn.core import figures
+from jaxdyn.core.figures import plt
 
 
 def row_entropy(weights_xS: jax.Array) -> jax.Array:
@@ -41,3 +46,18 @@ def head_entropy(weights_BxNxTxS: jax.Array) -> dict[str, jax.Array]:
   return {'entropy_N': h_BxNxT.mean(axis=(0, 2)),
           'normalised_entropy_N': ratio_BxNxT.mean(axis=(0, 2)) if length > 1
                                   else jnp.full(h_BxNxT.shape[1], jnp.nan)}
+
+
+def plot_attention_maps(steps_E: np.ndarray, maps_ExTxS: np.ndarray, path: str,
+                        title: str = 'attention of head 0 on held-out window 0 (member 0)') -> str:
+  """One head's attention map (query × key) at up to four evaluations spread over training."""
+  picks = sorted(set(np.linspace(0, len(steps_E) - 1, min(4, len(steps_E))).round().astype(int)))
+  fig, axes = plt.subplots(1, len(picks), figsize=(4 * len(picks), 3.8), squeeze=False)
+  for ax, i in zip(axes[0], picks):
+    ax.imshow(maps_ExTxS[i], cmap='viridis', vmin=0, vmax=1)
+    ax.set_title(f'step {steps_E[i]}')
+    ax.set_xlabel('key position')
+  axes[0][0].set_ylabel('query position')
+  fig.suptitle(title)
+  fig.tight_layout()
+  return figures.save(fig, path, dpi=110)

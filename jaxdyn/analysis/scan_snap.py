@@ -1,8 +1,16 @@
-"""Scan and Snap (Tian et al., NeurIPS 2023), Sec. 6 / App. F: Theorem 4's B_n(t) and its measurement.
+"""Scan and Snap (Tian et al., NeurIPS 2023): the composition metrics of Figs. 4 and 6, Theorem 4's
+B_n(t) and its measurement, and their figures.
 
-The statement (arXiv 2305.16380v4, Theorem 4, Eqs. 13-14 and App. F, Eqs. 118-133). With one common
-token l shared by all K next tokens, one query token m, and the approximations of Sec. 6
-(normalisers of f_n constant = ρ0, β_nn' ≈ f_nᵀf_n' ≈ e^{2 z_ml}/ρ0², 1 − f_nᵀf_n' ≈ 1):
+Shapes: K next tokens, M tokens, D distinct tokens per next token, E evaluations, T steps.
+
+Figs. 4 and 6. With T → ∞ the attention of query ψ(n) on context token l is the composition
+c_{n,l} ∝ p(l|n) e^{Z[ψ(n), l]} (Eq. 7); Fig. 4 shows it over training, Fig. 6 the entropy of c_n
+restricted to the distinct tokens of n (lower: sparser attention).
+
+Theorem 4 (Sec. 6 / App. F). The statement (arXiv 2305.16380v4, Theorem 4, Eqs. 13-14 and App. F,
+Eqs. 118-133). With one common token l shared by all K next tokens, one query token m, and the
+approximations of Sec. 6 (normalisers of f_n constant = ρ0, β_nn' ≈ f_nᵀf_n' ≈ e^{2 z_ml}/ρ0²,
+1 − f_nᵀf_n' ≈ 1):
 
   ż_ml = −C0⁻¹ η_Z γ(t) e^{4 z_ml},     ξ_n(t) = C0⁻¹ γ(t) e^{4 z_ml},     C0 = ρ0⁴ / K,
 
@@ -32,7 +40,31 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.data.scan_snap import ScanSnapTask
+from jaxdyn.core import figures
+from jaxdyn.core.figures import plt
+from jaxdyn.data.scan_snap import TokenDistribution
+
+
+def _composition_logits(dist: TokenDistribution, z_MxM: jax.Array) -> jax.Array:
+  """K × M: log p(l|n) + Z[ψ(n), l]."""
+  return (jnp.log(jnp.asarray(dist.context_probs(), z_MxM.dtype))
+          + z_MxM[jnp.asarray(dist.query_tokens())])
+
+
+def token_composition(dist: TokenDistribution, z_MxM: jax.Array) -> jax.Array:
+  """K × M: c_{n,l} ∝ p(l|n) e^{Z[ψ(n), l]}, normalised over l (the Fig. 4 heat-map; jit-able)."""
+  return jax.nn.softmax(_composition_logits(dist, z_MxM), axis=-1)
+
+
+def distinct_attention_entropy(dist: TokenDistribution, z_MxM: jax.Array) -> jax.Array:
+  """Entropy of c_n restricted to the distinct tokens of n and renormalised, mean over n (Fig. 6).
+
+  Lower is sparser attention (jit-able).
+  """
+  restricted_logits = jnp.take_along_axis(_composition_logits(dist, z_MxM),
+                                          jnp.asarray(dist.distinct_tokens()), axis=1)
+  log_c = jax.nn.log_softmax(restricted_logits, axis=1)
+  return -(jnp.exp(log_c) * log_c).sum(axis=1).mean()
 
 
 def h_of_s(s, num_tokens: int, lr_y: float, iterations: int = 60) -> np.ndarray:
@@ -58,16 +90,16 @@ def speed_control(t, num_tokens: int, num_next: int, lr_y: float) -> np.ndarray:
   return (m - 1.0) ** 2 * h / (m - 1.0 + np.exp(m * h))
 
 
-def c0_of_task(task: ScanSnapTask) -> float:
+def c0_of_distribution(dist: TokenDistribution) -> float:
   """C0 = ρ0⁴ / K with ρ0 = ‖p(·|n)‖₂ / p(l|n) at z = 0 (Sec. 6: f_nᵀ f_n' ≈ e^{2 z_ml} / ρ0²).
 
   Theorem 4's setting has a single common token; refused otherwise.
   """
-  if task.num_common != 1:
-    raise ValueError(f'Theorem 4 assumes one common token; the task has {task.num_common}.')
-  p = task.context_probs()[0]
+  if dist.num_common != 1:
+    raise ValueError(f'Theorem 4 assumes one common token; the distribution has {dist.num_common}.')
+  p = dist.context_probs()[0]
   rho0 = np.linalg.norm(p) / p[0]
-  return float(rho0 ** 4 / task.num_next)
+  return float(rho0 ** 4 / dist.num_next)
 
 
 def predicted_b(t, *, num_tokens: int, num_next: int, lr_y: float, lr_z: float,
@@ -103,15 +135,15 @@ def predicted_b_regimes(t, *, num_tokens: int, num_next: int, lr_y: float, lr_z:
   return scan, snap
 
 
-def composition_features(task: ScanSnapTask, z_query_KxM: np.ndarray) -> np.ndarray:
+def composition_features(dist: TokenDistribution, z_query_KxM: np.ndarray) -> np.ndarray:
   """f_n = c_n / ‖c_n‖₂ with c_n ∝ p(·|n) e^{Z[ψ(n), ·]} (Eq. 7; T → ∞), for each n: K × M."""
-  logits = np.log(np.maximum(task.context_probs(), 1e-300)) + z_query_KxM
-  logits = np.where(task.context_probs() > 0, logits, -np.inf)
+  logits = np.log(np.maximum(dist.context_probs(), 1e-300)) + z_query_KxM
+  logits = np.where(dist.context_probs() > 0, logits, -np.inf)
   c = np.exp(logits - logits.max(axis=-1, keepdims=True))
   return c / np.linalg.norm(c, axis=-1, keepdims=True)
 
 
-def gradient_decomposition(task: ScanSnapTask, z_MxM: jax.Array, y_MxM: jax.Array):
+def gradient_decomposition(dist: TokenDistribution, z_MxM: jax.Array, y_MxM: jax.Array):
   """Theorem 1's coefficients from the model's own parameters (jit-able, T → ∞ features).
 
   For each next token n the back-propagated gradient g_n is written
@@ -120,17 +152,17 @@ def gradient_decomposition(task: ScanSnapTask, z_MxM: jax.Array, y_MxM: jax.Arra
   Returns (γι_n: K, γβ: K × K with a zero diagonal, ξ_n = Σ_{n'≠n} γβ_nn' f_nᵀ f_n': K,
   relative residual of the fit: K).
   """
-  p_KxM = jnp.asarray(task.context_probs(), z_MxM.dtype)
-  logits = jnp.where(p_KxM > 0, jnp.log(jnp.maximum(p_KxM, 1e-30)) + z_MxM[task.query_tokens()],
+  p_KxM = jnp.asarray(dist.context_probs(), z_MxM.dtype)
+  logits = jnp.where(p_KxM > 0, jnp.log(jnp.maximum(p_KxM, 1e-30)) + z_MxM[dist.query_tokens()],
                      -jnp.inf)
   c = jax.nn.softmax(logits, axis=-1)
   f_KxM = c / jnp.linalg.norm(c, axis=-1, keepdims=True)
   alpha_KxM = jax.nn.softmax(f_KxM @ y_MxM.T, axis=-1)
-  targets_KxM = jax.nn.one_hot(task.next_tokens(), task.num_tokens, dtype=z_MxM.dtype)
+  targets_KxM = jax.nn.one_hot(dist.next_tokens(), dist.num_tokens, dtype=z_MxM.dtype)
   g_KxM = (targets_KxM - alpha_KxM) @ y_MxM                     # row n: Yᵀ(e_n − α_n)
   gram_KxK = f_KxM @ f_KxM.T
   coef_KxK = jnp.linalg.solve(gram_KxK, f_KxM @ g_KxM.T).T       # row n: coefficients of g_n
-  eye = jnp.eye(task.num_next, dtype=z_MxM.dtype)
+  eye = jnp.eye(dist.num_next, dtype=z_MxM.dtype)
   gamma_iota = jnp.diagonal(coef_KxK)
   gamma_beta = -coef_KxK * (1 - eye)
   xi = (gamma_beta * gram_KxK).sum(-1)
@@ -138,31 +170,31 @@ def gradient_decomposition(task: ScanSnapTask, z_MxM: jax.Array, y_MxM: jax.Arra
   return gamma_iota, gamma_beta, xi, residual
 
 
-def measured_b_distinct(task: ScanSnapTask, z_query_TxKxM: np.ndarray) -> np.ndarray:
+def measured_b_distinct(dist: TokenDistribution, z_query_TxKxM: np.ndarray) -> np.ndarray:
   """B_n(t) from the distinct tokens: Σ_{s<t} Σ_l Δz_ml(s) / Σ_l f_nl(s)², for every step t: T × K.
 
   `z_query_TxKxM[t, n]` is the row Z[ψ(n), :] after t updates (logged every step, plain SGD so that
   Δz(s) is the gradient step taken at s).
   """
   z = np.asarray(z_query_TxKxM, np.float64)
-  distinct = task.distinct_tokens()                                   # K × D
-  rows = np.arange(task.num_next)[:, None]
+  distinct = dist.distinct_tokens()                                   # K × D
+  rows = np.arange(dist.num_next)[:, None]
   dz_TxKxD = np.diff(z, axis=0)[:, rows, distinct]
-  f = np.stack([composition_features(task, zt) for zt in z[:-1]])     # (T−1) × K × M
+  f = np.stack([composition_features(dist, zt) for zt in z[:-1]])     # (T−1) × K × M
   f2_TxKxD = f[:, rows, distinct] ** 2
   increments = dz_TxKxD.sum(-1) / f2_TxKxD.sum(-1)
-  return np.concatenate([np.zeros((1, task.num_next)), np.cumsum(increments, axis=0)])
+  return np.concatenate([np.zeros((1, dist.num_next)), np.cumsum(increments, axis=0)])
 
 
-def measured_b_common(task: ScanSnapTask, z_query_TxKxM: np.ndarray) -> np.ndarray:
+def measured_b_common(dist: TokenDistribution, z_query_TxKxM: np.ndarray) -> np.ndarray:
   """B_n(t) under Theorem 4's hypothesis ż_ml = −η_Z ξ_n: z_ml(0) − z_ml(t) of the common token: T × K."""
-  if task.num_common != 1:
-    raise ValueError(f'Theorem 4 assumes one common token; the task has {task.num_common}.')
+  if dist.num_common != 1:
+    raise ValueError(f'Theorem 4 assumes one common token; the distribution has {dist.num_common}.')
   z_common = np.asarray(z_query_TxKxM, np.float64)[:, :, 0]
   return z_common[0] - z_common
 
 
-def b_curves(task: ScanSnapTask, steps, z_query_TxKxM: np.ndarray, *, lr_z: float,
+def b_curves(dist: TokenDistribution, steps, z_query_TxKxM: np.ndarray, *, lr_z: float,
              lr_y: float, xi_TxK: np.ndarray | None = None) -> dict[str, np.ndarray]:
   """Measured and predicted B_n(t) of one run, all in the units of Theorem 3 (ż_ml = f_nl² dB_n/dt).
 
@@ -181,9 +213,9 @@ def b_curves(task: ScanSnapTask, steps, z_query_TxKxM: np.ndarray, *, lr_z: floa
     predicted_as_printed  the same with η_Z
     scan, snap          Eq. 14's two branches (with η_Z / K)
   """
-  k, m = task.num_next, task.num_tokens
-  c0 = c0_of_task(task)
-  distinct = measured_b_distinct(task, z_query_TxKxM)
+  k, m = dist.num_next, dist.num_tokens
+  c0 = c0_of_distribution(dist)
+  distinct = measured_b_distinct(dist, z_query_TxKxM)
   kwargs = dict(num_tokens=m, num_next=k, lr_y=lr_y, c0=c0)
   scan, snap = predicted_b_regimes(steps, lr_z=lr_z / k, **kwargs)
   out = {}
@@ -193,9 +225,77 @@ def b_curves(task: ScanSnapTask, steps, z_query_TxKxM: np.ndarray, *, lr_z: floa
   return out | {
       'distinct': distinct.mean(1),
       'distinct_spread': distinct.max(1) - distinct.min(1),
-      'common': measured_b_common(task, z_query_TxKxM).mean(1) / k,
+      'common': measured_b_common(dist, z_query_TxKxM).mean(1) / k,
       'predicted': predicted_b(steps, lr_z=lr_z / k, **kwargs),
       'predicted_as_printed': predicted_b(steps, lr_z=lr_z, **kwargs),
       'scan': scan,
       'snap': snap,
   }
+
+
+# Figures.
+
+def plot_composition(steps: np.ndarray, composition_ExKxM: np.ndarray, dist: TokenDistribution,
+                     path: str) -> str:
+  """Fig. 4 (right): c_{n,l} over iterations, a panel per next token: common + its distinct tokens."""
+  num_panels = min(dist.num_next, 4)
+  fig, axes = plt.subplots(1, num_panels, figsize=(4.5 * num_panels, 3.5), squeeze=False)
+  for n, ax in enumerate(axes[0]):
+    columns = np.concatenate([np.arange(dist.num_common), dist.distinct_tokens()[n]])
+    image = ax.imshow(composition_ExKxM[:, n, columns].T, aspect='auto', origin='lower',
+                      cmap='viridis', extent=(steps[0], steps[-1], -0.5, len(columns) - 0.5))
+    ax.axhline(dist.num_common - 0.5, color='w', lw=0.8)
+    ax.set_title(f'next token {n}: c_n,l (common below line, distinct by p above)', fontsize=8)
+    ax.set_xlabel('iteration')
+    fig.colorbar(image, ax=ax)
+  axes[0][0].set_ylabel('context token')
+  fig.tight_layout()
+  return figures.save(fig, path)
+
+
+def plot_entropy_vs_lr(panels: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]],
+                       path: str) -> str:
+  """Fig. 6: final distinct-token entropy against η_Z with standard-error bars, a panel per title
+  ({title: {line label: (η_Z, mean, sem)}})."""
+  fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
+  for ax, (title, lines) in zip(axes[0], panels.items()):
+    for label, (lr_z, mean, sem) in lines.items():
+      ax.errorbar(lr_z, mean, sem, fmt='o-', capsize=2, label=label)
+    ax.set_title(title)
+    ax.set_xlabel('η_Z')
+  axes[0][0].set_ylabel('distinct-token attention entropy')
+  axes[0][0].legend(fontsize=7)
+  fig.tight_layout()
+  return figures.save(fig, path)
+
+
+def plot_b_curves(steps: np.ndarray, curves: dict[tuple[float, float], dict[str, np.ndarray]],
+                  dist: TokenDistribution, path: str) -> str:
+  """Theorem 4: measured and predicted B_n(t), log-log, a panel per η_Z and a colour per η_Y/η_Z
+  (`curves[(η_Z, η_Y/η_Z)]` as `b_curves` returns them), t0 marked by a vertical line."""
+  lr_zs = sorted({k[0] for k in curves})
+  ratios = sorted({k[1] for k in curves})
+  fig, axes = plt.subplots(1, len(lr_zs), figsize=(5 * len(lr_zs), 4), squeeze=False, sharey=True)
+  colors = plt.cm.viridis(np.linspace(0, 0.85, len(ratios)))
+  for ax, lr_z in zip(axes[0], lr_zs):
+    for color, ratio in zip(colors, ratios):
+      curve = {name: np.maximum(c[1:], 1e-4) for name, c in curves[(lr_z, ratio)].items()}
+      ax.plot(steps[1:], curve['distinct'], '-', color=color, lw=1.8,
+              label=f'η_Y={lr_z * ratio:g} measured (distinct)')
+      ax.plot(steps[1:], curve['definition'], '-.', color=color, lw=1.0,
+              label='measured (η_Z/K Σ ξ_n)')
+      ax.plot(steps[1:], curve['common'], ':', color=color, lw=1.2, label='measured (common ÷ K)')
+      ax.plot(steps[1:], curve['predicted'], '--', color=color, lw=1.2, label='Theorem 4 (η_Z/K)')
+      ax.axvline(transition_times(dist.num_tokens, dist.num_next, lr_z * ratio)[1],
+                 color=color, lw=0.6, alpha=0.6)
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ax.set_title(f'η_Z = {lr_z:g}  (vertical: t0 = 2K ln M / η_Y)', fontsize=9)
+    ax.set_xlabel('step t')
+    ax.grid(alpha=0.3)
+  axes[0][0].set_ylabel('B_n(t)')
+  axes[0][0].legend(fontsize=6)
+  fig.suptitle(f'Scan & Snap Theorem 4: M={dist.num_tokens}, K={dist.num_next}, one common token, '
+               'zero init, plain SGD')
+  fig.tight_layout()
+  return figures.save(fig, path)

