@@ -4,7 +4,7 @@
   --config=configs/reversal_curse.py:tiny    a few steps of a 1-layer d=32 model (tests, notebook)
   --config=configs/reversal_curse.py:paper   the reference's 24-layer, 768-wide GPT-2, AdamW lr 0.01
 
-The variants are defined in the library (`jaxdyn.experiments.reversal_curse.get_config`), so that a
+The variants are defined in the experiment (`jaxdyn.experiments.reversal_curse.VARIANTS`), so that a
 notebook gets the same configs without this file.
 """
 

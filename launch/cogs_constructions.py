@@ -5,7 +5,7 @@
 For each odd d: the widths of z_F6, z_F4/6 (all order 4, and half order 4) and z_M against the
 2(d-1) bound, each one's MSE on all d² pairs once converted to weights, the all-order-4 network's MSE
 without its constant offset node, and the squared weight norms along the Occam's-razor path from
-y * z_F6 (y = 2^{-1/3}(1 + 1), two copies) to z_F6.
+y * z_F6 (y = 2^{-1/3}(1 + 1), two copies) to z_F6 (`jaxdyn.analysis.cogs_report`).
 """
 
 from absl import app, flags
@@ -19,17 +19,9 @@ _PATH_POINTS = flags.DEFINE_integer('path_points', 5, 'Points t in [0, 1] on the
 
 def main(argv):
   del argv
-  print('| d | construction | width | 2(d-1) | MSE on all d² pairs |')
-  print('|---|---|---|---|---|')
-  for d in map(int, _MODULI.value):
-    for name, width, mse in cogs_report.construction_rows(d):
-      print(f'| {d} | {name} | {width} | {2 * (d - 1)} | {mse:.2e} |')
-  ts = np.linspace(0, 1, _PATH_POINTS.value)
-  print('\nOccam path y_t * z_F6, y_0 = 2^{-1/3}(1 + 1) -> y_1 = 1: squared weight norm Σ‖W‖² at t =',
-        ', '.join(f'{t:.2f}' for t in ts))
-  for d in map(int, _MODULI.value):
-    norms, max_mse = cogs_report.occam_norms(d, ts)
-    print(f'd={d}: ' + ', '.join(f'{n:.3f}' for n in norms) + f'; max MSE on the path {max_mse:.1e}')
+  moduli = [int(d) for d in _MODULI.value]
+  print(cogs_report.constructions_markdown(moduli))
+  print(cogs_report.occam_report(moduli, np.linspace(0, 1, _PATH_POINTS.value)))
 
 
 if __name__ == '__main__':

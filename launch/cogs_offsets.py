@@ -6,13 +6,11 @@ component at the order-4 frequencies (the no-extra-node cancellation of `semirin
 """
 
 import json
-import os
 
 from absl import app, flags
-import numpy as np
-import orbax.checkpoint as ocp
 
 from jaxdyn.analysis import cogs_report
+from jaxdyn.core import checkpoint
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'A modular_addition workdir with checkpoints/.')
 flags.mark_flags_as_required(['workdir'])
@@ -20,13 +18,9 @@ flags.mark_flags_as_required(['workdir'])
 
 def main(argv):
   del argv
-  root = os.path.join(_WORKDIR.value, 'checkpoints')
-  step = max(int(s) for s in os.listdir(root) if s.isdigit())
-  state = ocp.StandardCheckpointer().restore(os.path.join(root, str(step), 'state'))
-  params = state['members']['params']
-  for i in range(np.asarray(params['W_a']).shape[0]):
-    member = {k: np.asarray(v[i]) for k, v in params.items()}
-    report = cogs_report.offset_absorption(member)
+  step, state = checkpoint.load_state(_WORKDIR.value)
+  members = cogs_report.offset_absorption_by_member(state['members']['params'])
+  for i, report in enumerate(members):
     report['order4_group_offset_over_r'] = [round(x, 3) for x in report['order4_group_offset_over_r']]
     print(json.dumps({'step': step, 'member': i, **report}), flush=True)
 

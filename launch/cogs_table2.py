@@ -18,6 +18,7 @@ from absl import app, flags
 
 from jaxdyn.analysis import cogs_report
 from jaxdyn.core import metrics
+from jaxdyn.core import results
 from jaxdyn.experiments import modular_addition
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Root directory; each modulus trains in <workdir>/d<d>.')
@@ -53,10 +54,8 @@ def main(argv):
                  'wall_time_s': time.perf_counter() - t})
     print(f'd={d}: {rows[-1]["wall_time_s"]:.0f} s (this invocation, resumes included)')
   table = cogs_report.table2_markdown(rows)
-  with open(os.path.join(_WORKDIR.value, 'table2.md'), 'w') as f:
-    f.write(table)
-  with open(os.path.join(_WORKDIR.value, 'table2.json'), 'w') as f:
-    json.dump(rows, f, indent=1)
+  results.write_markdown(os.path.join(_WORKDIR.value, 'table2.md'), table)
+  results.write_json(os.path.join(_WORKDIR.value, 'table2.json'), rows)
   print(table)
   print(f'wall time {time.perf_counter() - t0:.0f} s')
 

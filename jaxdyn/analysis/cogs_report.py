@@ -1,9 +1,12 @@
 """Tables of the CoGS study (Tian 2024, arXiv 2410.01779): Table 2 rows from per-seed Fourier summaries
-(`modular_addition.fourier_summary`) and the widths / losses of the constructed global optimisers."""
+(`modular_addition.fourier_summary`), the widths / losses of the constructed global optimisers and the
+Occam's-razor path (launch/cogs_table2.py, launch/cogs_constructions.py), and how trained networks
+cancel the order-4 offset (launch/cogs_offsets.py)."""
 
 import numpy as np
 
 from jaxdyn.analysis import semiring as S
+from jaxdyn.core import results
 
 
 def table2_row(d: int, step: int, members: list[dict]) -> dict:
@@ -28,21 +31,32 @@ def table2_row(d: int, step: int, members: list[dict]) -> dict:
           'forms': {f: forms.count(f) for f in sorted(set(forms))}}
 
 
+def _percent(mean_std) -> str:
+  return f'{100 * mean_std[0]:.1f} ± {100 * mean_std[1]:.1f}'
+
+
+def _optional(value, spec: str) -> str:
+  return '–' if value is None else format(value, spec)
+
+
+TABLE2_COLUMNS = {   # header → a `table2_row` row's cell
+    'd': 'd', 'steps': 'step', 'seeds': lambda r: len(r['seeds']),
+    'test acc (%)': lambda r: _percent(r['test_accuracy']),
+    'order 4 (%)': lambda r: _percent(r['order4']),
+    'order 6 (%)': lambda r: _percent(r['order6']),
+    'other (%)': lambda r: _percent(r['other']),
+    'order-4/6 groups factorable (%)':
+        lambda r: f"{_optional(r['factorable'], '.1%')} ({r['order46_groups']} groups)",
+    '... into named forms (%)': lambda r: _optional(r['named_forms'], '.1%'),
+    'fact. error order 4 / 6': lambda r: f"{_optional(r['error4'], '.3f')} / "
+                                         f"{_optional(r['error6'], '.3f')}",
+    'forms found': lambda r: ', '.join(f'{k}: {v}' for k, v in r['forms'].items()),
+}
+
+
 def table2_markdown(rows: list[dict]) -> str:
-  pct = lambda s: f'{100 * s[0]:.1f} ± {100 * s[1]:.1f}'  # noqa: E731
-  opt = lambda x, fmt: '–' if x is None else fmt.format(x)  # noqa: E731
-  lines = ['| d | steps | seeds | test acc (%) | order 4 (%) | order 6 (%) | other (%) | '
-           'order-4/6 groups factorable (%) | ... into named forms (%) | fact. error order 4 / 6 | '
-           'forms found |',
-           '|---|---|---|---|---|---|---|---|---|---|---|']
-  for r in rows:
-    forms = ', '.join(f'{k}: {v}' for k, v in r['forms'].items())
-    lines.append(f"| {r['d']} | {r['step']} | {len(r['seeds'])} | {pct(r['test_accuracy'])} | "
-                 f"{pct(r['order4'])} | {pct(r['order6'])} | {pct(r['other'])} | "
-                 f"{opt(r['factorable'], '{:.1%}')} ({r['order46_groups']} groups) | "
-                 f"{opt(r['named_forms'], '{:.1%}')} | {opt(r['error4'], '{:.3f}')} / "
-                 f"{opt(r['error6'], '{:.3f}')} | {forms} |")
-  return '\n'.join(lines) + '\n'
+  """Table 2 as markdown, one line per `table2_row`: seed means ± std in percent."""
+  return results.markdown_table(rows, TABLE2_COLUMNS)
 
 
 def construction_rows(d: int) -> list[tuple[str, int, float]]:
@@ -67,6 +81,26 @@ def occam_norms(d: int, ts) -> tuple[np.ndarray, float]:
   on the path (zero: the loss is constant along it)."""
   nets, norms = S.occam_path(S.z_f6(d), [2 ** (-1 / 3)] * 2, ts)
   return norms, max(S.all_pairs_mse(S.to_weights(z)) for z in nets)
+
+
+def constructions_markdown(moduli) -> str:
+  """`construction_rows` of every modulus as a markdown table, beside the 2(d-1) width bound."""
+  rows = [{'d': d, 'construction': name, 'width': width, 'bound': 2 * (d - 1), 'mse': mse}
+          for d in moduli for name, width, mse in construction_rows(d)]
+  return results.markdown_table(
+      rows, {'d': 'd', 'construction': 'construction', 'width': 'width', '2(d-1)': 'bound',
+             'MSE on all d² pairs': 'mse'}, formats={'MSE on all d² pairs': '.2e'})
+
+
+def occam_report(moduli, ts) -> str:
+  """`occam_norms` of every modulus at the points `ts`, one line each under a heading line."""
+  lines = ['Occam path y_t * z_F6, y_0 = 2^{-1/3}(1 + 1) -> y_1 = 1: squared weight norm Σ‖W‖² '
+           'at t = ' + ', '.join(f'{t:.2f}' for t in ts)]
+  for d in moduli:
+    norms, max_mse = occam_norms(d, ts)
+    lines.append(f'd={d}: ' + ', '.join(f'{n:.3f}' for n in norms)
+                 + f'; max MSE on the path {max_mse:.1e}')
+  return '\n'.join(lines)
 
 
 def offset_absorption(params, threshold: float = 0.05) -> dict:
@@ -105,3 +139,9 @@ def offset_absorption(params, threshold: float = 0.05) -> dict:
                                      for k in order4],
       'network_offset_over_r': float(np.abs(S.output_offset(z)).max() / np.mean(list(r_kkk.values()))),
       'live_nodes_outside_groups': int(np.sum(weights.max(axis=0)[~grouped] > 1e-3))}
+
+
+def offset_absorption_by_member(params) -> list[dict]:
+  """`offset_absorption` of every sweep member of `params` (each leaf with the sweep axis first)."""
+  return [offset_absorption({k: np.asarray(v[i]) for k, v in params.items()})
+          for i in range(np.asarray(params['W_a']).shape[0])]

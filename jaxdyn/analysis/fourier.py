@@ -14,10 +14,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import matplotlib
-matplotlib.use('Agg')
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+
+from jaxdyn.core import figures
+from jaxdyn.core.figures import plt
 
 SOLUTION_THRESHOLD = 0.05  # |Z| above which a node counts toward a frequency's order (reference).
 
@@ -225,6 +225,8 @@ def r_summary(spec):
 
 # --------------------------------------------------------------------------- figures
 
+FIGURE_DPI = 100   # matplotlib's default figure dpi, what these figures have always been written at
+
 def plot_node_spectra(Z_a, path, nodes=None, max_nodes=16):
   """Bar plots of |Z_a[k, j]| over k = 0..(d-1)/2 for a few hidden nodes; writes a PNG."""
   d = Z_a.shape[0]
@@ -240,8 +242,7 @@ def plot_node_spectra(Z_a, path, nodes=None, max_nodes=16):
     ax.axis('off')
   fig.supxlabel('frequency k')
   fig.tight_layout()
-  fig.savefig(path)
-  plt.close(fig)
+  figures.save(fig, path, dpi=FIGURE_DPI)
 
 
 def plot_order_histogram(orders, path):
@@ -252,8 +253,7 @@ def plot_order_histogram(orders, path):
   ax.set_xlabel('solution order')
   ax.set_ylabel('frequencies')
   fig.tight_layout()
-  fig.savefig(path)
-  plt.close(fig)
+  figures.save(fig, path, dpi=FIGURE_DPI)
 
 
 def plot_r_terms(steps, diag, offdiag, d, path):
@@ -266,5 +266,4 @@ def plot_r_terms(steps, diag, offdiag, d, path):
   ax.set_xlabel('step')
   ax.legend()
   fig.tight_layout()
-  fig.savefig(path)
-  plt.close(fig)
+  figures.save(fig, path, dpi=FIGURE_DPI)

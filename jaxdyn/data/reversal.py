@@ -1,4 +1,4 @@
-"""Token tasks of the reversal curse and of two-hop reasoning (Zhu et al., NeurIPS 2024, Sec. 5).
+"""Token sequences of the reversal curse and of two-hop reasoning (Zhu et al., NeurIPS 2024, Sec. 5).
 
 Vocabulary: `num_reserved` = 2 special tokens (0 and 1) then `num_entities` entity tokens. Every
 sequence has length 3 and is trained with the loss on its last token.

@@ -25,12 +25,16 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from matplotlib.figure import Figure
 
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import experiment
+from jaxdyn.core import figures
+from jaxdyn.core import results
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
+from jaxdyn.core.figures import plt
 from jaxdyn.data import reversal as data_lib
+from jaxdyn.models import reversal as model_lib
 from jaxdyn.models import transformer
 from jaxdyn.optim import factory
 
@@ -38,12 +42,11 @@ TASKS = ('reversal', 'chain')
 
 
 def default_config() -> ml_collections.ConfigDict:
-  """Every field a reversal-curse run can set (the schema `check_config` holds configs to)."""
-  c = ml_collections.ConfigDict()
-  c.experiment = 'reversal_curse'
-  c.seed = 0                 # members use seeds seed, ..., seed+num_seeds-1; a seed also seeds the data
-  c.num_seeds = 2
-  c.tasks = TASKS            # each task x each seed is a sweep member
+  """CPU-sized: 2 layers, d=128, 4 heads, AdamW lr 1e-3, batch 64, 3000 steps, 2 seeds."""
+  c = experiment.base_config('reversal_curse', num_seeds=2, steps=3_000, eval_every=50,
+                             checkpoint_every=1_000, keep_checkpoints=2, steps_per_dispatch=500,
+                             progress_every_secs=10.0, tensorboard=False)
+  c.tasks = TASKS            # each task x each seed is a sweep member (a seed also seeds the data)
   c.data = ml_collections.ConfigDict(dict(
       num_entities=800,      # entity tokens; the vocabulary adds the 2 special tokens
       num_pairs=200,         # reversal pairs, and chain triples
@@ -52,52 +55,36 @@ def default_config() -> ml_collections.ConfigDict:
   c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=128, num_heads=4))
   c.opt = ml_collections.ConfigDict(dict(name='adamw', lr=1e-3, wd=0.01, b1=0.9, b2=0.999, eps=1e-8,
                                          momentum=0.9))
-  c.train = ml_collections.ConfigDict(dict(
-      steps=3_000, eval_every=50, checkpoint_every=1_000, keep_checkpoints=2,
-      steps_per_dispatch=500, progress_every_secs=10.0, tensorboard=False))
-  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))   # -1: automatic
   return c
 
 
-VARIANTS = ('default', 'tiny', 'paper')
+def _tiny(c: ml_collections.ConfigDict) -> None:
+  """A few steps of a 1-layer d=32 model (tests, notebook)."""
+  c.data.batch_size = 16
+  c.model.update(num_layers=1, d_model=32, num_heads=2)
+  c.train.update(steps=20, eval_every=10, checkpoint_every=20, steps_per_dispatch=20)
 
 
-def get_config(variant: str | None = None) -> ml_collections.ConfigDict:
-  """The default config or a variant (what `configs/reversal_curse.py:<variant>` returns).
-
-  default  CPU-sized: 2 layers, d=128, 4 heads, AdamW lr 1e-3, batch 64, 3000 steps, 2 seeds
-  tiny     a few steps of a 1-layer d=32 model (tests, notebook)
-  paper    the reference's GPT-2: 24 layers, 768 wide, 12 heads, AdamW lr 0.01 (torch's wd 0.01),
-           batch 64, 18k steps = 3000 epochs of the 340 reversal sequences (6 batches an epoch)
-  """
-  config = default_config()
-  variant = variant or 'default'
-  if variant == 'tiny':
-    config.data.batch_size = 16
-    config.model.update(num_layers=1, d_model=32, num_heads=2)
-    config.train.update(steps=20, eval_every=10, checkpoint_every=20, steps_per_dispatch=20)
-  elif variant == 'paper':
-    config.seed = 1234
-    config.model.update(num_layers=24, d_model=768, num_heads=12)
-    config.opt.lr = 0.01
-    config.train.update(steps=18_000, eval_every=300, checkpoint_every=3_000,
-                        steps_per_dispatch=3_000)
-  elif variant != 'default':
-    raise ValueError(f'unknown variant {variant!r}; valid: {", ".join(VARIANTS)}')
-  return config
+def _paper(c: ml_collections.ConfigDict) -> None:
+  """The reference's GPT-2: 24 layers, 768 wide, 12 heads, AdamW lr 0.01 (torch's wd 0.01), batch 64,
+  18k steps = 3000 epochs of the 340 reversal sequences (6 batches an epoch)."""
+  c.seed = 1234
+  c.model.update(num_layers=24, d_model=768, num_heads=12)
+  c.opt.lr = 0.01
+  c.train.update(steps=18_000, eval_every=300, checkpoint_every=3_000, steps_per_dispatch=3_000)
 
 
-def check_config(config: ml_collections.ConfigDict) -> None:
-  """Refuses unknown fields, wrong types and bad values before anything is compiled."""
-  config_lib.check_fields(config, default_config())
+VARIANTS = {'tiny': _tiny, 'paper': _paper}
+
+
+def check_values(config: ml_collections.ConfigDict) -> None:
+  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
   tasks = tuple(config.tasks)
   config_lib.require(len(tasks) > 0 and set(tasks) <= set(TASKS) and len(set(tasks)) == len(tasks),
                      'tasks', tasks, f'must be distinct names from {", ".join(TASKS)}')
   config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
-  config_lib.require_positive(config, 'num_seeds', 'data.num_entities', 'data.num_pairs',
-                              'data.batch_size', 'model.num_layers', 'model.d_model',
-                              'model.num_heads', 'opt.lr')
-  config_lib.require_train_schedule(config)
+  config_lib.require_positive(config, 'data.num_entities', 'data.num_pairs', 'data.batch_size',
+                              'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr')
   config_lib.require_nonnegative(config, 'opt.wd')
   config_lib.require(0 < config.data.train_fraction < 1, 'data.train_fraction',
                      config.data.train_fraction, 'must be in (0, 1): some pairs must be held out')
@@ -120,8 +107,7 @@ def reversal_sizes(config) -> tuple[int, int]:
 
 def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   """Members: tasks × seeds (seed fastest); `task` indexes TASKS."""
-  seeds = [config.seed + i for i in range(config.num_seeds)]
-  hparams = sweep_lib.grid(seeds, task=[TASKS.index(t) for t in config.tasks])
+  hparams = sweep_lib.grid(experiment.seeds(config), task=[TASKS.index(t) for t in config.tasks])
   hparams['task'] = hparams['task'].astype(np.int32)
   return hparams
 
@@ -145,23 +131,10 @@ def member_data(config: ml_collections.ConfigDict, hparams) -> dict[str, np.ndar
 
 
 def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
-  """GPT-2-like (learned positions, tied head, N(0, 0.02²) init), as the reference's HF GPT-2."""
+  """The shared decoder, GPT-2-like (`models.reversal.decoder_config`), over the task's vocabulary."""
   m = config.model
-  return transformer.gpt2_config(vocab_size=data_lib.NUM_RESERVED + config.data.num_entities,
-                                 num_layers=m.num_layers, d_model=m.d_model,
-                                 num_heads=m.num_heads, max_len=3)
-
-
-def last_token_log_probs(model, params, sequences_Nx3) -> jax.Array:
-  """log p(· | first two tokens) over the vocabulary, N×V: the next-token distribution at position 2."""
-  logits = model.apply({'params': params}, sequences_Nx3[:, :2])[:, -1]
-  return jax.nn.log_softmax(logits.astype(jnp.float32))
-
-
-def target_stats(log_probs_NxV, targets_N) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """Per row: NLL of the target, its probability, and whether it is the argmax."""
-  log_p = jnp.take_along_axis(log_probs_NxV, targets_N[:, None], axis=1)[:, 0]
-  return -log_p, jnp.exp(log_p), (jnp.argmax(log_probs_NxV, -1) == targets_N).astype(jnp.float32)
+  return model_lib.decoder_config(data_lib.NUM_RESERVED + config.data.num_entities,
+                                  m.num_layers, m.d_model, m.num_heads)
 
 
 def evaluate_member(model, params, data) -> dict[str, jax.Array]:
@@ -171,7 +144,7 @@ def evaluate_member(model, params, data) -> dict[str, jax.Array]:
   """
   parts = ('train', 'heldout', 'cot_first', 'cot_second')
   rows = jnp.concatenate([data[p] for p in parts])
-  stats = target_stats(last_token_log_probs(model, params, rows), rows[:, 2])
+  stats = model_lib.target_stats(model_lib.last_token_log_probs(model, params, rows), rows[:, 2])
   bounds = np.cumsum([0] + [data[p].shape[0] for p in parts])
   nll, prob, correct = ({p: s[lo:hi] for p, lo, hi in zip(parts, bounds[:-1], bounds[1:])}
                         for s in stats)
@@ -191,18 +164,7 @@ def evaluate_member(model, params, data) -> dict[str, jax.Array]:
 def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   model = transformer.Decoder(decoder_config(config))
   hparams = sweep_hparams(config)
-  data = member_data(config, hparams)
   batch_size = config.data.batch_size
-
-  def init_params(key, hp):
-    del hp
-    return model.init(key, jnp.zeros((1, 2), jnp.int32))['params']
-
-  def loss_fn(params, batch, hp):
-    del hp
-    log_probs = last_token_log_probs(model, params, batch)
-    nll, _, correct = target_stats(log_probs, batch[:, 2])
-    return jnp.mean(nll), {'accuracy': jnp.mean(correct)}
 
   def get_batch(data, step, key):
     # Epochs without replacement over the member's own `num_train` rows (last partial batch dropped):
@@ -215,24 +177,12 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     idx = jax.lax.dynamic_slice_in_dim(order, (step % steps_per_epoch) * batch_size, batch_size)
     return rows[idx]
 
-  def evaluate(params, data):
-    return evaluate_member(model, params, data)
-
-  def make_optimizer(hp):
-    del hp
-    return factory.make_optimizer(config.opt, config.opt.lr, config.opt.wd)
-
-  return trainer.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
-                      get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
-
-
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
-  """Trains (or resumes) every task × seed as one program; writes metrics, checkpoints, figures."""
-  check_config(config)
-  task = build_task(config)
-  result = trainer.train_from_config(task, config, workdir)
-  write_figures(result, config)
-  return result
+  return trainer.Task(
+      init_params=lambda key, hp: model_lib.init_params(model, key),
+      loss_fn=lambda params, batch, hp: model_lib.last_token_loss(model, params, batch),
+      make_optimizer=lambda hp: factory.make_optimizer(config.opt, config.opt.lr, config.opt.wd),
+      get_batch=get_batch, evaluate=lambda params, data: evaluate_member(model, params, data),
+      data=member_data(config, hparams), hparams=hparams)
 
 
 PANELS = {  # task → (title, [(metric, label)]) for the NLL and probability rows of the figure
@@ -249,17 +199,18 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
   vocab = data_lib.NUM_RESERVED + config.data.num_entities
   task_of = np.asarray([m['task'] for m in result.members])
   tasks = [t for t in TASKS if t in config.tasks]
-  fig = Figure(figsize=(5.5 * len(tasks), 7))   # no pyplot: leaves a notebook's backend alone
-  axes = fig.subplots(2, len(tasks), squeeze=False)
+  fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 7), squeeze=False)
   for col, name in enumerate(tasks):
     title, curves = PANELS[name]
     members = task_of == TASKS.index(name)
     for row, (stat, chance) in enumerate((('nll', np.log(vocab)), ('prob', 1 / vocab))):
       ax = axes[row][col]
       for color, (metric, label) in zip(('C0', 'C3', 'C2'), curves):
-        values = history[f'eval/{metric}_{stat}'][:, members]
-        ax.plot(steps, values, color=color, lw=0.5, alpha=0.4)
-        ax.plot(steps, values.mean(1), color=color, lw=1.8, label=label)
+        metric_name = f'eval/{metric}_{stat}'
+        mean = results.curves_over_seeds(history, result.members, metric_name,
+                                         by=['task'])[(TASKS.index(name),)]['mean']
+        ax.plot(steps, history[metric_name][:, members], color=color, lw=0.5, alpha=0.4)
+        ax.plot(steps, mean, color=color, lw=1.8, label=label)
       ax.axhline(chance, color='k', ls='--', lw=1, label=f'chance ({"ln V" if row == 0 else "1/V"})')
       in_group = np.log(config.data.num_pairs) if row == 0 else 1 / config.data.num_pairs
       ax.axhline(in_group, color='k', ls=':', lw=1, label='uniform over the answer token group')
@@ -271,7 +222,9 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
   fig.suptitle(f'GPT {config.model.num_layers}L d={config.model.d_model}, V={vocab}, '
                f'{config.opt.name} lr={config.opt.lr}, {config.num_seeds} seeds')
   fig.tight_layout()
-  path = os.path.join(result.workdir, 'figures', 'curves.png')
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  fig.savefig(path, dpi=120)
-  return path
+  return figures.save(fig, os.path.join(result.workdir, 'figures', 'curves.png'))
+
+
+EXPERIMENT = experiment.Experiment(name='reversal_curse', schema=default_config, variants=VARIANTS,
+                                   check=check_values, build_task=build_task, report=write_figures)
+get_config, check_config, train_and_evaluate = EXPERIMENT.api()

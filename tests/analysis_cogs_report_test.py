@@ -78,6 +78,27 @@ class ConstructionsTest(parameterized.TestCase):
     self.assertLess(max_mse, 1e-20)
     self.assertTrue(np.all(np.diff(norms) < 0))
 
+  def test_tables_of_the_constructions(self):
+    table = cogs_report.constructions_markdown([5, 7]).splitlines()
+    self.assertEqual(table[0], '| d | construction | width | 2(d-1) | MSE on all d² pairs |')
+    expected = [f'| {d} | {name} | {width} | {2 * (d - 1)} | {mse:.2e} |'
+                for d in (5, 7) for name, width, mse in cogs_report.construction_rows(d)]
+    self.assertEqual(table[2:], expected)
+    ts = np.linspace(0, 1, 3)
+    report = cogs_report.occam_report([7], ts).splitlines()
+    self.assertLen(report, 2)
+    self.assertTrue(report[0].endswith('at t = 0.00, 0.50, 1.00'))
+    norms, _ = cogs_report.occam_norms(7, ts)
+    self.assertTrue(report[1].startswith('d=7: ' + ', '.join(f'{n:.3f}' for n in norms) + ';'))
+
+  def test_offset_absorption_by_member(self):
+    d = 13
+    ks = S.positive_frequencies(d)
+    nets = [S.to_weights(S.z_f46(d, ks[::2])), S.to_weights(S.z_f46(d, ks[1::2]))]   # same width
+    stacked = {k: np.stack([net[k] for net in nets]) for k in nets[0]}
+    self.assertEqual(cogs_report.offset_absorption_by_member(stacked),
+                     [cogs_report.offset_absorption(net) for net in nets])
+
 
 if __name__ == '__main__':
   absltest.main()

@@ -1,4 +1,4 @@
-"""The reversal-curse and two-hop token tasks: counts, held-out rows unseen, seeding."""
+"""The reversal-curse and two-hop token sequences: counts, held-out rows unseen, seeding."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
