@@ -36,6 +36,17 @@ class ConfigFilesTest(parameterized.TestCase):
     module.check_config(config)
     self.assertEqual(experiments.get_config(f'{config.experiment}:tiny').to_dict(), config.to_dict())
 
+  @parameterized.parameters(*experiments.EXPERIMENTS)
+  def test_every_variant_passes_its_checks(self, name):
+    module = experiments.get(name)
+    self.assertEqual(module.EXPERIMENT.name, name)
+    for variant in module.EXPERIMENT.variant_names:
+      config = module.get_config(variant)
+      self.assertEqual(config.experiment, name, variant)
+      module.check_config(config)
+    with self.assertRaisesRegex(ValueError, 'unknown variant'):
+      module.get_config('no_such_variant')
+
 
 if __name__ == '__main__':
   absltest.main()
