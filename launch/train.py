@@ -2,18 +2,57 @@
 
 Fields are overridden on the command line, e.g. `--config.opt.lr=3e-3 --config.sweep.wd='(1e-4,5e-4)'`.
 Restarting the same command in the same workdir resumes from the last checkpoint.
+A refused config, a bad flag, a locked workdir or a diverged run ends with one line on stderr and a
+non-zero exit code (`--verbose` shows the traceback). Ctrl-C (SIGINT) or SIGTERM stops the run at its
+next dispatch boundary after saving a checkpoint there (exit code 128 + the signal's number); a second
+Ctrl-C stops at once.
 """
 
-from absl import app, flags, logging
-from ml_collections import config_flags
+import signal
+import sys
+import time
 
-import jaxdyn
-from jaxdyn.core import metrics
+_T_PROCESS = time.perf_counter()   # "done in" counts the whole process: imports and compiles too
+
+from absl import app, flags, logging  # pylint: disable=g-import-not-at-top
+from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
+
+import jaxdyn  # pylint: disable=g-import-not-at-top
+from jaxdyn.core import checkpoint  # pylint: disable=g-import-not-at-top
+from jaxdyn.core import config as config_lib  # pylint: disable=g-import-not-at-top
+from jaxdyn.core import metrics  # pylint: disable=g-import-not-at-top
+from jaxdyn.core import trainer  # pylint: disable=g-import-not-at-top
+from jaxdyn.core import workdir_lock  # pylint: disable=g-import-not-at-top
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment config file[:variant].',
                                           lock_config=True)
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Directory for metrics, figures and checkpoints.')
+_VERBOSE = flags.DEFINE_bool('verbose', False, 'Show the full traceback of an error.')
 flags.mark_flags_as_required(['config', 'workdir'])
+
+# Errors that are the user's to fix: one line, no traceback (unless --verbose).
+EXPECTED_ERRORS = (config_lib.ConfigError, workdir_lock.WorkdirLockedError,
+                   checkpoint.CheckpointReadError, FloatingPointError)
+
+
+def _fail(message: str, code: int) -> None:
+  print(f'error: {message}', file=sys.stderr, flush=True)
+  sys.exit(code)
+
+
+def parse_flags(argv):
+  """absl's parsing, with a bad `--config...` flag (an unknown field, a file that does not load)
+  reported in one line and exit code 2 instead of a traceback."""
+  try:
+    return flags.FLAGS(argv)
+  except flags.Error as e:
+    _fail(f'{e}\nPass --helpshort or --helpfull to see help on flags.', 2)
+  except Exception as e:  # noqa: BLE001 -- config_flags raises plain errors for bad overrides
+    if '--verbose' in argv:
+      raise
+    what = (f'the config has no field {str(e).strip(chr(34))}' if isinstance(e, AttributeError)
+            else f'{type(e).__name__}: {e}')
+    _fail(f'bad --config flag: {what}; fields are set as --config.<group>.<field>=VALUE', 2)
 
 
 def main(argv):
@@ -21,10 +60,31 @@ def main(argv):
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
   metrics.show_progress_logs()
   logging.info('workdir: %s', _WORKDIR.value)
-  result = jaxdyn.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
-  print(f'done in {result.wall_time_s:.1f} s; metrics, figures and checkpoints are in '
+  received = []
+
+  def stop(signum, frame):
+    del frame
+    received.append(signum)
+    signal.signal(signal.SIGINT, signal.default_int_handler)   # a second Ctrl-C stops at once
+    logging.warning('%s: stopping at the next dispatch boundary after a checkpoint (Ctrl-C again '
+                    'to stop now)', signal.Signals(signum).name)
+    trainer.request_stop()
+
+  for signum in (signal.SIGINT, signal.SIGTERM):
+    signal.signal(signum, stop)
+  try:
+    jaxdyn.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+  except trainer.StopRequested as e:
+    _fail(str(e), 128 + received[0])
+  except KeyboardInterrupt:
+    _fail('interrupted; run the same command again to resume from the last checkpoint', 130)
+  except EXPECTED_ERRORS as e:
+    if _VERBOSE.value:
+      raise
+    _fail(str(e), 1)
+  print(f'done in {time.perf_counter() - _T_PROCESS:.1f} s; metrics, figures and checkpoints are in '
         f'{_WORKDIR.value}')
 
 
 if __name__ == '__main__':
-  app.run(main)
+  app.run(main, flags_parser=parse_flags)

@@ -47,6 +47,11 @@ class ConfigTest(parameterized.TestCase):
       ('loss', 'hinge', 'loss'),
       ('data.operation', 'div', 'data.operation'),
       ('data.batch_size', 10_000, 'data.batch_size'),
+      ('opt.lr', float('inf'), 'opt.lr'),
+      ('opt.wd', float('nan'), 'opt.wd'),
+      ('sweep.lr', (1e-3, 'abc'), 'sweep.lr'),
+      ('sweep.lr', (True,), 'sweep.lr'),
+      ('sweep.wd', (1e-4, float('inf')), 'sweep.wd'),
   )
   def test_bad_values_are_refused(self, field, value, named):
     config = _set(modular_addition.get_config('tiny'), field, value)
@@ -84,6 +89,8 @@ class ConfigTest(parameterized.TestCase):
       ('--config.opt.lrr=0.1', 'lrr'),
       ('--config.data.modulus=abc', 'modulus'),
       ('--config.data.modulus=1', 'data.modulus'),
+      ('--config.sweep.lr=(1e-3,abc)', 'sweep.lr'),
+      ('--config.opt.lr=inf', 'opt.lr'),
   )
   def test_command_line_errors_name_the_field(self, flag, named):
     proc = subprocess.run(
@@ -94,6 +101,7 @@ class ConfigTest(parameterized.TestCase):
         env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'})
     self.assertNotEqual(proc.returncode, 0)
     self.assertIn(named, proc.stderr)
+    self.assertNotIn('Traceback', proc.stderr)   # one readable line; --verbose shows the traceback
 
 
 if __name__ == '__main__':

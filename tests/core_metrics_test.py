@@ -1,7 +1,12 @@
-"""Metric files: JSONL cut-back and TensorBoard purge on resume, read back by TensorBoard itself."""
+"""Metric files: JSONL cut-back and TensorBoard purge on resume, read back by TensorBoard itself; the
+cut-back under a real SIGKILL; a rerun without a checkpoint starts its history afresh."""
 
+import json
 import os
-import tempfile
+import signal
+import subprocess
+import sys
+import time
 
 from absl.testing import absltest
 from tensorboard.backend.event_processing import event_accumulator
@@ -18,7 +23,7 @@ def _tensorboard_steps(run_dir: str, tag: str) -> list[int]:
 class MetricWriterResumeTest(absltest.TestCase):
 
   def _interrupted_then_resumed(self, resumed_from):
-    workdir = tempfile.mkdtemp()
+    workdir = self.create_tempdir().full_path
     members = [{'seed': 0}]
     first = metrics_lib.MetricWriter(workdir, members)
     for step in range(0, 100, 10):  # 0 … 90, then "killed"
@@ -42,6 +47,59 @@ class MetricWriterResumeTest(absltest.TestCase):
     workdir = self._interrupted_then_resumed(resumed_from=None)
     steps = _tensorboard_steps(os.path.join(workdir, 'tensorboard', 'seed=0'), 'loss')
     self.assertLen(steps, 10 + 7)
+
+
+  def test_start_fresh_clears_an_earlier_runs_records(self):
+    workdir = self.create_tempdir().full_path
+    writer = metrics_lib.MetricWriter(workdir, [{'seed': 0}])
+    writer.write(0, 0, {'loss': 1.0})
+    writer.close()
+    metrics_lib.start_fresh(workdir)
+    self.assertEqual(metrics_lib.read_metrics(workdir), [])
+    self.assertFalse(os.path.exists(os.path.join(workdir, 'tensorboard')))
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TRUNCATE = ('import sys; from jaxdyn.core import metrics; '
+             'metrics.truncate_after(sys.argv[1], int(sys.argv[2]))')
+
+
+class TruncateUnderSigkillTest(absltest.TestCase):
+  """A kill at any instant of the cut-back leaves the old or the new history, never less."""
+
+  NUM_STEPS, KEEP_UP_TO = 60_000, 30_000
+
+  def _write_history(self, workdir):
+    lines = [json.dumps({'step': s, 'member': m, 'seed': m, 'eval/loss': 1.0 / (s + 1)}) + '\n'
+             for s in range(self.NUM_STEPS) for m in range(2)]
+    with open(os.path.join(workdir, metrics_lib.METRICS_FILE), 'w') as f:
+      f.writelines(lines)
+    return ''.join(lines), ''.join(l for l in lines if json.loads(l)['step'] <= self.KEEP_UP_TO)
+
+  def _truncate(self, workdir):
+    return subprocess.Popen([sys.executable, '-c', _TRUNCATE, workdir, str(self.KEEP_UP_TO)],
+                            env={**os.environ, 'PYTHONPATH': ROOT})
+
+  def test_kill_during_the_rewrite_leaves_old_or_new(self):
+    workdir = self.create_tempdir().full_path
+    old, new = self._write_history(workdir)
+    path = os.path.join(workdir, metrics_lib.METRICS_FILE)
+    proc = self._truncate(workdir)
+    # Kill the moment the rewrite shows: the file changes, or anything else appears in the workdir.
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+      if os.path.getsize(path) != len(old) or len(os.listdir(workdir)) > 1:
+        os.kill(proc.pid, signal.SIGKILL)
+        break
+    proc.wait()
+    with open(path) as f:
+      left = f.read()
+    self.assertTrue(left in (old, new), f'a kill during the rewrite left {len(left)} bytes; the old '
+                    f'history has {len(old)}, the new {len(new)}')
+    # The next resume cuts back again and gets the new history.
+    self.assertEqual(self._truncate(workdir).wait(timeout=120), 0)
+    with open(path) as f:
+      self.assertEqual(f.read(), new)
 
 
 if __name__ == '__main__':

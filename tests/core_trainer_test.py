@@ -5,6 +5,7 @@ golden numbers, resume, sweeps, failures, and a real SIGKILL of the launcher."""
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -160,11 +161,29 @@ class ToyTaskTest(parameterized.TestCase):
       self.assertEqual(values.shape, (7,) if name == 'step' else (7, 2), name)
       np.testing.assert_array_equal(resumed.history[name], values, err_msg=name)
 
-  def test_divergence_names_the_step_and_member(self):
+  def test_a_diverged_member_is_masked_and_the_others_finish(self):
     task = regression_task(lrs=(0.1, 1e4))
-    with self.assertRaisesRegex(FloatingPointError,
-                                r'non-finite training loss at step \d+ .*member\(s\) \[2, 3\]'):
-      trainer.train(task, toy_schedule(steps=200, checkpoint_every=200, steps_per_dispatch=200),
+    workdir = self.create_tempdir().full_path
+    with self.assertLogs(level='WARNING') as logs:
+      result = trainer.train(task, toy_schedule(steps=200, checkpoint_every=200,
+                                                steps_per_dispatch=200), workdir, tensorboard=False)
+    self.assertEqual(sorted(result.diverged), [2, 3])   # lr 1e4; members 0, 1 have lr 0.1
+    self.assertRegex('\n'.join(logs.output), r"member 2 \{'lr': 10000.0, 'seed': 0\}: non-finite "
+                     r'training loss at step \d+')
+    for m in (0, 1):   # unaffected: the closed-form recurrence
+      path = gradient_descent(task.data['x'][m], task.data['y'][m], 0.1, 200)
+      np.testing.assert_allclose(result.params['w'][m], path[-1], rtol=1e-4, atol=1e-6)
+    records = [json.loads(l) for l in read_lines(workdir)]
+    self.assertEqual(max(r['step'] for r in records), 200)
+    for m, step in result.diverged.items():   # non-finite in its records from then on
+      after = [r for r in records if r['member'] == m and r['step'] > step]
+      self.assertTrue(after and all(r['train/loss'] in ('nan', 'inf') for r in after), m)
+
+  def test_the_run_stops_when_every_member_has_diverged(self):
+    with self.assertRaisesRegex(FloatingPointError, r'non-finite training loss at step \d+: every '
+                                r'member of the 2-member sweep has diverged'):
+      trainer.train(regression_task(lrs=(1e4,)), toy_schedule(steps=200, checkpoint_every=200,
+                                                              steps_per_dispatch=200),
                     self.create_tempdir().full_path, tensorboard=False)
 
 
@@ -210,6 +229,38 @@ class TrainerTest(parameterized.TestCase):
     modular_addition.train_and_evaluate(tiny(train__steps=20), workdir)
     with self.assertRaisesRegex(ValueError, 'opt.lr'):
       modular_addition.train_and_evaluate(tiny(opt__lr=0.5), workdir)
+
+  @parameterized.parameters(('model__hidden', 32, "model.hidden=16; refusing to resume it with "
+                                                  "model.hidden=32"),
+                            ('num_seeds', 3, 'num_seeds=2; refusing to resume it with num_seeds=3'))
+  def test_a_changed_shape_is_refused_by_name_before_any_restore(self, field, value, message):
+    workdir = self.create_tempdir().full_path
+    modular_addition.train_and_evaluate(tiny(train__steps=20), workdir)
+    with self.assertRaisesRegex(ValueError, message):
+      modular_addition.train_and_evaluate(tiny(**{field: value}), workdir)
+    self.assertFalse(os.path.exists(os.path.join(workdir, 'checkpoints_unreadable')))
+    self.assertTrue(os.path.isdir(os.path.join(workdir, 'checkpoints', '20')))
+
+  def test_fewer_steps_than_the_run_reached_is_refused(self):
+    workdir = self.create_tempdir().full_path
+    modular_addition.train_and_evaluate(tiny(), workdir)
+    with self.assertRaisesRegex(ValueError, r"'train\.steps' = 20 is below step 40"):
+      modular_addition.train_and_evaluate(tiny(train__steps=20), workdir)
+    modular_addition.train_and_evaluate(tiny(), workdir)   # the same steps: nothing to do, no error
+
+  def test_a_rerun_without_a_checkpoint_restarts_its_history(self):
+    straight = self.create_tempdir().full_path
+    modular_addition.train_and_evaluate(tiny(), straight)
+    workdir = self.create_tempdir().full_path
+    modular_addition.train_and_evaluate(tiny(), workdir)
+    # As if killed before its first checkpoint: records on disk, no checkpoint.
+    for path in glob.glob(os.path.join(workdir, 'checkpoints', '*')):
+      shutil.rmtree(path)
+    result = modular_addition.train_and_evaluate(tiny(), workdir)
+    records = [json.loads(l) for l in read_lines(workdir)]
+    self.assertLen({(r['step'], r['member']) for r in records}, len(records), 'duplicated records')
+    self.assertEqual(read_lines(workdir), read_lines(straight))
+    self.assertLen(result.history['step'], 9)
 
   def test_unreadable_checkpoint_falls_back_to_previous(self):
     straight = self.create_tempdir().full_path

@@ -41,6 +41,17 @@ class Checkpointer:
     self.manager.save(step, args=ocp.args.Composite(state=ocp.args.StandardSave(state),
                                                     meta=ocp.args.JsonSave(meta)), force=True)
 
+  def latest_meta(self) -> tuple[int, dict] | None:
+    """(step, meta) of the newest checkpoint whose meta item reads, without touching the state: what
+    a resumed run is compared with before any array is restored. None if none reads."""
+    for step in sorted(self.manager.all_steps(), reverse=True):
+      try:
+        restored = self.manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+      except Exception:  # noqa: BLE001 -- restore_latest reports unreadable checkpoints
+        continue
+      return step, dict(restored.meta)
+    return None
+
   def restore_latest(self, abstract_state: Any) -> tuple[int, Any, dict] | None:
     """Restores the newest readable checkpoint into `abstract_state`'s shapes and shardings.
 

@@ -9,6 +9,7 @@ checked before anything is compiled.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterable, Sequence
 
 import ml_collections
@@ -36,9 +37,23 @@ def _type_ok(value: Any, default: Any) -> bool:
   return isinstance(value, type(default))
 
 
+def _element_error(value: Sequence[Any], default: Sequence[Any]) -> str | None:
+  """Why an element of a list field is refused, or None. Elements are typed like the default's
+  first element; an empty default is a sweep list, whose elements are numbers (not bools)."""
+  like = default[0] if len(default) else 0.0
+  for element in value:
+    if not _type_ok(element, like):
+      return (f'element {element!r} is of type {type(element).__name__}, '
+              f'elements must be of type {type(like).__name__}')
+    if isinstance(element, float) and not math.isfinite(element):
+      return f'element {element!r} is not finite'
+  return None
+
+
 def check_fields(config: ml_collections.ConfigDict, schema: ml_collections.ConfigDict,
                  prefix: str = '') -> None:
-  """Refuses fields of `config` absent from `schema`, and values whose type differs from the schema's.
+  """Refuses fields of `config` absent from `schema`, values whose type differs from the schema's,
+  non-finite floats, and list elements of the wrong type (a sweep list holds numbers).
 
   Ints are accepted where the schema has a float. Raises ConfigError naming the dotted field and the
   valid fields of its group.
@@ -57,6 +72,12 @@ def check_fields(config: ml_collections.ConfigDict, schema: ml_collections.Confi
     elif not _type_ok(value, default):
       raise ConfigError(f'config field {name!r} must be of type {type(default).__name__} '
                         f'(like the default {default!r}), got {value!r} of type {type(value).__name__}')
+    elif isinstance(value, float) and not math.isfinite(value):
+      raise ConfigError(f'config field {name!r} = {value!r} is invalid: must be finite')
+    elif isinstance(default, (tuple, list)):
+      why = _element_error(value, default)
+      if why:
+        raise ConfigError(f'config field {name!r} = {tuple(value)!r} is invalid: {why}')
 
 
 def require(condition: bool, field: str, value: Any, rule: str) -> None:

@@ -12,6 +12,7 @@ import json
 import logging as logging_std
 import math
 import os
+import shutil
 import time
 from typing import Any, Mapping, Sequence
 
@@ -83,7 +84,11 @@ class MetricWriter:
 
 
 def truncate_after(workdir: str, step: int) -> None:
-  """Drops the JSONL records written after `step` (by a run that was interrupted after it)."""
+  """Drops the JSONL records written after `step` (by a run that was interrupted after it).
+
+  The kept records are written to a temporary file that then replaces the old one (`os.replace` is
+  atomic), so a kill at any instant leaves either the old or the new history, never less.
+  """
   path = os.path.join(workdir, METRICS_FILE)
   if not os.path.exists(path):
     return
@@ -96,8 +101,30 @@ def truncate_after(workdir: str, step: int) -> None:
         kept.append(line)
     except (json.JSONDecodeError, KeyError):
       break  # a line cut short by a kill: everything after it is lost anyway
-  with open(path, 'w', encoding='utf-8') as f:
-    f.writelines(kept)
+  if len(kept) < len(lines):
+    replace_atomically(path, kept)
+
+
+def start_fresh(workdir: str) -> None:
+  """Clears the records of an earlier run that saved no checkpoint (its steps will be redone):
+  metrics.jsonl emptied atomically, its TensorBoard events removed. Without this a rerun would append
+  a second copy of every (step, member) record."""
+  path = os.path.join(workdir, METRICS_FILE)
+  if os.path.exists(path) and os.path.getsize(path):
+    logging.warning('%s holds records of a run that saved no checkpoint; starting its history afresh',
+                    workdir)
+    replace_atomically(path, [])
+  shutil.rmtree(os.path.join(workdir, 'tensorboard'), ignore_errors=True)
+
+
+def replace_atomically(path: str, lines: Sequence[str]) -> None:
+  """Writes `lines` to `path` through a temporary file in the same folder and `os.replace`."""
+  tmp = f'{path}.tmp-{os.getpid()}'
+  with open(tmp, 'w', encoding='utf-8') as f:
+    f.writelines(lines)
+    f.flush()
+    os.fsync(f.fileno())
+  os.replace(tmp, path)
 
 
 def read_metrics(workdir: str) -> list[dict]:

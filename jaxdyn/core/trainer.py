@@ -8,7 +8,9 @@ hyperparameters); `train` turns it into one jitted program over the whole sweep:
   * `lax.scan` over `eval_every` steps, then evaluation, nested in a scan over evaluations, so one
     dispatch runs many steps;
   * metrics fetched one dispatch late (dispatch stays asynchronous), written as JSONL and TensorBoard,
-    with a progress line; a non-finite loss stops the run naming the step and the last good checkpoint;
+    with a progress line; a member whose loss turns non-finite is masked (NaN in its records, a
+    warning) while the others finish; when every member has, the run stops naming the step and the
+    last good checkpoint;
   * Orbax checkpoints at absolute step multiples; restarting in the same workdir resumes, and because
     dispatch boundaries depend only on absolute steps, a resumed run is bit-identical to an
     uninterrupted one.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import threading
 import time
 from typing import Any, Callable, Mapping
 
@@ -32,6 +35,7 @@ from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import results as results_lib
+from jaxdyn.core import workdir_lock
 from jaxdyn.core.config import ConfigError, differing_fields
 from jaxdyn.core.stats import tree_norms
 
@@ -109,6 +113,7 @@ class TrainResult:
   members: list[dict]
   workdir: str
   wall_time_s: float
+  diverged: dict[int, int] = dataclasses.field(default_factory=dict)   # member -> first NaN step
 
   @property
   def params(self):
@@ -116,6 +121,24 @@ class TrainResult:
 
   def final(self, name: str) -> np.ndarray:
     return self.history[name][-1]
+
+
+class StopRequested(Exception):
+  """Raised by `train` after `request_stop()`: the run saved a checkpoint at `step` and stopped."""
+
+  def __init__(self, step: int, checkpoint: str):
+    super().__init__(f'stopped at step {step} as asked; saved {checkpoint}; run the same command '
+                     f'again to resume from it')
+    self.step, self.checkpoint = step, checkpoint
+
+
+_STOP = threading.Event()
+
+
+def request_stop() -> None:
+  """Asks a running `train` to stop at its next dispatch boundary, after saving a checkpoint there
+  (what the launcher's SIGINT / SIGTERM handler calls). Safe to call from a signal handler."""
+  _STOP.set()
 
 
 def init_state(task: Task) -> dict:
@@ -182,8 +205,8 @@ def build_chunk_fn(task: Task, mesh):
       (members, step), losses = jax.lax.scan(inner, carry, None, length=n_inner - 1)
       members, last = logged_step(members, step, data, shared, hparams)
       losses = jnp.concatenate([losses, last['train/loss'][None]])          # (n_inner, S)
-      bad = jnp.any(~jnp.isfinite(losses), axis=1)
-      first_bad = jnp.where(jnp.any(bad), jnp.argmax(bad), -1)
+      bad = ~jnp.isfinite(losses)
+      first_bad = jnp.where(jnp.any(bad, axis=0), jnp.argmax(bad, axis=0), -1)   # (S,)
       evals = _evaluate(task, members['params'], data, shared)
       return (members, step + 1), (last, evals, first_bad)
 
@@ -195,15 +218,22 @@ def build_chunk_fn(task: Task, mesh):
 
 
 class _History:
-  """Accumulates fetched metrics on the host and writes them."""
+  """Accumulates fetched metrics on the host and writes them.
+
+  A member whose training loss turns non-finite is masked, not fatal: a warning names it and the
+  step, its records hold NaN from there (members of a vmapped sweep are independent, so the others
+  are unaffected and finish), and `diverged` maps it to that step. Only when every member has
+  diverged does the run stop, with a FloatingPointError naming the step and the last good checkpoint.
+  """
 
   def __init__(self, writer: metrics_lib.MetricWriter, progress: metrics_lib.Progress,
-               checkpointer: ckpt_lib.Checkpointer, members: list[dict]):
-    self.writer, self.progress, self.checkpointer = writer, progress, checkpointer
+               members: list[dict]):
+    self.writer, self.progress = writer, progress
     self.members = members
     self.steps: list[int] = []
     self.records: dict[str, dict[int, np.ndarray]] = {}   # name -> {index into steps: value}
     self.last_good_checkpoint: str | None = None
+    self.diverged: dict[int, int] = {}   # member -> first step with a non-finite training loss
 
   def add(self, step: int, metrics: Mapping[str, np.ndarray]) -> None:
     self.steps.append(step)
@@ -216,8 +246,7 @@ class _History:
     last, evals, first_bad = jax.device_get(outs)
     for i in range(len(first_bad)):
       chunk_start = start + i * n_inner
-      if first_bad[i] >= 0:
-        self._raise_non_finite(chunk_start + int(first_bad[i]), last, i)
+      self._note_divergence(chunk_start, first_bad[i])
       self.add(chunk_start + n_inner, {**{k: v[i] for k, v in last.items()},
                                        **{k: v[i] for k, v in evals.items()}})
     self.writer.flush()
@@ -226,15 +255,29 @@ class _History:
              if np.ndim(v[-1]) == 1 and ('loss' in k or 'acc' in k)}
     self.progress.maybe_print(step, shown)
 
-  def _raise_non_finite(self, step: int, last, i: int) -> None:
-    members = [m for m, loss in enumerate(last['train/loss'][i]) if not np.isfinite(loss)]
-    self.writer.close()
-    self.checkpointer.close()
-    where = self.last_good_checkpoint or 'none (no checkpoint was saved before it)'
-    raise FloatingPointError(
-        f'non-finite training loss at step {step} (within the {len(last["train/loss"][i])}-member '
-        f'sweep, at least member(s) {members}: {[self.members[m] for m in members]}); '
-        f'last good checkpoint: {where}')
+  def _note_divergence(self, chunk_start: int, first_bad_S: np.ndarray) -> None:
+    for m in np.flatnonzero(first_bad_S >= 0):
+      if int(m) not in self.diverged:
+        self.diverged[int(m)] = chunk_start + int(first_bad_S[m])
+        if len(self.diverged) < len(self.members):
+          logging.warning('member %d %s: non-finite training loss at step %d; its records are NaN '
+                          'from there, the other members go on', m, self.members[m],
+                          self.diverged[int(m)])
+    if self.diverged and len(self.diverged) == len(self.members):
+      where = self.last_good_checkpoint or 'none (no checkpoint was saved before it)'
+      step = max(self.diverged.values())
+      raise FloatingPointError(
+          f'non-finite training loss at step {step}: every member of the {len(self.members)}-member '
+          f'sweep has diverged (first steps by member: {self.diverged}; members: {self.members}); '
+          f'last good checkpoint: {where}')
+
+  def diverged_in_prefix(self) -> None:
+    """Members whose training loss was already non-finite in a resumed run's records."""
+    losses = self.records.get('train/loss', {})
+    for i in sorted(losses):
+      for m in np.flatnonzero(~np.isfinite(losses[i])):
+        if self.steps[i] > 0:   # step 0 logs no training loss (NaN by alignment)
+          self.diverged.setdefault(int(m), self.steps[i])
 
   def arrays(self) -> dict[str, np.ndarray]:
     """{'step': (E,), name: (E, S, ...)}: every metric aligned with the steps, NaN where it was not
@@ -252,7 +295,18 @@ class _History:
 
 def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_json: dict | None = None,
           tensorboard: bool = True) -> TrainResult:
-  """Runs (or resumes) `task` for `schedule.steps` steps, writing metrics and checkpoints to workdir."""
+  """Runs (or resumes) `task` for `schedule.steps` steps, writing metrics and checkpoints to workdir.
+
+  The workdir is locked for the run (`workdir_lock`): a second launch in it is refused.
+  """
+  os.makedirs(workdir, exist_ok=True)
+  with workdir_lock.hold(workdir):
+    return _train_locked(task, schedule, workdir, mesh=mesh, config_json=config_json,
+                         tensorboard=tensorboard)
+
+
+def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_json: dict | None,
+                  tensorboard: bool) -> TrainResult:
   t_start = time.perf_counter()
   mesh = mesh or mesh_lib.make_mesh(task.num_members, 1, 1)
   members = task.member_labels()
@@ -264,52 +318,76 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
   state = jax.jit(functools.partial(init_state, task), out_shardings=state_sharding)()
 
   checkpointer = ckpt_lib.Checkpointer(workdir, keep=schedule.keep_checkpoints)
-  restored = checkpointer.restore_latest(ckpt_lib.abstract_like(state))
-  history_prefix = None
-  if restored is not None:
-    step0, state, meta = restored
-    _check_same_run(meta, config_json, workdir)
-    logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
-    metrics_lib.truncate_after(workdir, step0)
-    prefix = results_lib.history_from_records(metrics_lib.read_metrics(workdir), len(members), step0)
-    history_prefix = ([int(s) for s in prefix.pop('step')],
-                      {k: dict(enumerate(v)) for k, v in prefix.items()})
-  step = int(jax.device_get(state['step']))
+  try:
+    saved = checkpointer.latest_meta()
+    if saved is not None:   # compared before any array is read: a changed shape names its field
+      _check_same_run(saved[1], config_json, workdir)
+      _check_not_past_the_end(saved[0], schedule, workdir)
+    restored = checkpointer.restore_latest(ckpt_lib.abstract_like(state))
+    history_prefix = None
+    if restored is not None:
+      step0, state, meta = restored
+      _check_same_run(meta, config_json, workdir)
+      _check_not_past_the_end(step0, schedule, workdir)
+      logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
+      metrics_lib.truncate_after(workdir, step0)
+      prefix = results_lib.history_from_records(metrics_lib.read_metrics(workdir), len(members),
+                                                step0)
+      history_prefix = ([int(s) for s in prefix.pop('step')],
+                        {k: dict(enumerate(v)) for k, v in prefix.items()})
+    else:
+      metrics_lib.start_fresh(workdir)
+    step = int(jax.device_get(state['step']))
 
-  writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,
-                                    resumed_from=step if restored is not None else None)
-  progress = metrics_lib.Progress(schedule.steps, step, schedule.progress_every_secs)
-  history = _History(writer, progress, checkpointer, members)
-  if history_prefix is not None:
-    history.steps, history.records = history_prefix
-    history.last_good_checkpoint = checkpointer.path(step)
-  elif step == 0:
-    evals = jax.device_get(jax.jit(functools.partial(_evaluate, task))(
-        state['members']['params'], data, shared))
-    history.add(0, evals)
-  meta = {'config': config_json or {}, 'members': members}
-
-  chunk_fn = build_chunk_fn(task, mesh)
-  pending = None
-  while step < schedule.steps:
-    n_outer, n_inner = schedule.next_chunk(step)
-    state, outs = chunk_fn(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner)
-    if pending is not None:   # fetched one dispatch late: the host works while the device runs
-      history.add_chunk(*pending)
-    pending = (step, n_inner, outs)
-    step += n_outer * n_inner
-    if schedule.is_checkpoint_step(step):
-      history.add_chunk(*pending)   # checked finite before it is saved
-      pending = None
-      checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)   # copy: `state` is donated next
+    writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,
+                                      resumed_from=step if restored is not None else None)
+  except BaseException:
+    checkpointer.close()
+    raise
+  try:
+    progress = metrics_lib.Progress(schedule.steps, step, schedule.progress_every_secs)
+    history = _History(writer, progress, members)
+    if history_prefix is not None:
+      history.steps, history.records = history_prefix
       history.last_good_checkpoint = checkpointer.path(step)
-  if pending is not None:
-    history.add_chunk(*pending)
-  progress.maybe_print(step, {}, force=True)
-  checkpointer.close()
-  writer.close()
+      history.diverged_in_prefix()
+    elif step == 0:
+      evals = jax.device_get(jax.jit(functools.partial(_evaluate, task))(
+          state['members']['params'], data, shared))
+      history.add(0, evals)
+    meta = {'config': config_json or {}, 'members': members}
+
+    chunk_fn = build_chunk_fn(task, mesh)
+    pending = None
+    while step < schedule.steps:
+      n_outer, n_inner = schedule.next_chunk(step)
+      state, outs = chunk_fn(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner)
+      if pending is not None:   # fetched one dispatch late: the host works while the device runs
+        history.add_chunk(*pending)
+      pending = (step, n_inner, outs)
+      step += n_outer * n_inner
+      if schedule.is_checkpoint_step(step):
+        history.add_chunk(*pending)   # checked finite before it is saved
+        pending = None
+        checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)   # copy: `state` is donated
+        history.last_good_checkpoint = checkpointer.path(step)
+      if _STOP.is_set() and step < schedule.steps:
+        # Dispatch boundaries are absolute steps, so a resume from here replays the same chunks.
+        if pending is not None:
+          history.add_chunk(*pending)
+          pending = None
+          checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)
+        progress.maybe_print(step, {}, force=True)
+        _STOP.clear()
+        raise StopRequested(step, checkpointer.path(step))
+    if pending is not None:
+      history.add_chunk(*pending)
+    progress.maybe_print(step, {}, force=True)
+  finally:   # also on Ctrl-C or an error: in-flight saves finish, records are flushed
+    checkpointer.close()
+    writer.close()
   return TrainResult(state=state, history=history.arrays(), members=members, workdir=workdir,
-                     wall_time_s=time.perf_counter() - t_start)
+                     wall_time_s=time.perf_counter() - t_start, diverged=dict(history.diverged))
 
 
 def schedule_from_config(train_config) -> Schedule:
@@ -322,7 +400,6 @@ def schedule_from_config(train_config) -> Schedule:
 
 def train_from_config(task: Task, config, workdir: str) -> TrainResult:
   """`train` with the config's `train` group as schedule and its `mesh` group as device mesh."""
-  os.makedirs(workdir, exist_ok=True)
   mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
   return train(task, schedule_from_config(config.train), workdir, mesh=mesh,
                config_json=config.to_dict(), tensorboard=config.train.tensorboard)
@@ -334,10 +411,26 @@ RESUMABLE_CHANGES = ('train.steps', 'train.progress_every_secs', 'train.steps_pe
 
 
 def _check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:
+  """Refuses to resume a workdir whose checkpoints were made with other values of result-changing
+  fields, naming each field with the saved and the asked value."""
   saved = meta.get('config') or {}
   if not saved or not config_json:
     return
   diff = [f for f in differing_fields(saved, config_json) if f not in RESUMABLE_CHANGES]
   if diff:
-    raise ConfigError(f'workdir {workdir} holds checkpoints of a different config (fields '
-                      f'{", ".join(diff)} differ); use a new workdir or the original config')
+    def value(tree, dotted):
+      for part in dotted.split('.'):
+        tree = tree.get(part) if isinstance(tree, dict) else None
+      return tree
+    held = ', '.join(f'{f}={value(saved, f)!r}' for f in diff)
+    asked = ', '.join(f'{f}={value(config_json, f)!r}' for f in diff)
+    raise ConfigError(f'workdir {workdir} holds a run with {held}; refusing to resume it with '
+                      f'{asked} (use a new workdir, or the original values)')
+
+
+def _check_not_past_the_end(step: int, schedule: Schedule, workdir: str) -> None:
+  if step > schedule.steps:
+    raise ConfigError(f'config field \'train.steps\' = {schedule.steps} is below step {step}, which '
+                      f'the run in workdir {workdir} has already reached; use train.steps >= {step} '
+                      f'to continue it (or read its results with core.results / '
+                      f'core.checkpoint.load_params), or a new workdir')

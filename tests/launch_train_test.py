@@ -1,0 +1,77 @@
+"""The launcher with real processes: a second launch in a busy workdir is refused; Ctrl-C stops the
+run at a dispatch boundary with a checkpoint there, in a few lines, the lock released; the run then
+resumes bit-identically to an uninterrupted one."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from absl.testing import absltest
+
+from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import workdir_lock
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STEPS = 100_000   # never reached: the run is stopped by Ctrl-C
+
+
+def launch(workdir, *flags):
+  return subprocess.Popen(
+      [sys.executable, os.path.join(ROOT, 'launch', 'train.py'),
+       '--config=' + os.path.join(ROOT, 'configs', 'modular_addition.py') + ':tiny',
+       f'--workdir={workdir}', f'--config.train.steps={STEPS}', '--config.train.checkpoint_every=50',
+       '--config.train.steps_per_dispatch=10', '--config.model.hidden=256', *flags],
+      cwd=ROOT, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_records(proc, workdir, min_step, timeout=240):
+  path = os.path.join(workdir, metrics_lib.METRICS_FILE)
+  deadline = time.time() + timeout
+  while time.time() < deadline and proc.poll() is None:
+    if os.path.exists(path):
+      with open(path) as f:
+        steps = [json.loads(l)['step'] for l in f if l.endswith('}\n')]
+      if steps and max(steps) >= min_step:
+        return
+    time.sleep(0.05)
+  raise AssertionError(f'the run ended or stalled before step {min_step}; make it longer')
+
+
+class LaunchTest(absltest.TestCase):
+
+  def test_second_launch_is_refused_and_ctrl_c_exits_cleanly(self):
+    workdir = self.create_tempdir().full_path
+    first = launch(workdir)
+    wait_for_records(first, workdir, 100)
+
+    second = launch(workdir)
+    _, err = second.communicate(timeout=240)
+    self.assertEqual(second.returncode, 1, err[-2000:])
+    self.assertIn(f'is in use by process {first.pid}', err)
+    self.assertNotIn('Traceback', err)
+
+    self.assertIsNone(first.poll(), 'the first run ended before Ctrl-C')
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=240)
+    self.assertEqual(first.returncode, 130, err[-2000:])
+    self.assertNotIn('Traceback', err)
+    last = err.splitlines()[-1]
+    self.assertRegex(last, r'^error: stopped at step \d+ as asked; saved .*checkpoints/\d+')
+    stopped_at = int(last.split('step ')[1].split()[0])
+    self.assertFalse(os.path.exists(os.path.join(workdir, workdir_lock.LOCK_FILE)))
+    self.assertTrue(os.path.isdir(os.path.join(workdir, 'checkpoints', str(stopped_at))))
+
+    # Resumed from the stop, it ends as an uninterrupted run of the same length does.
+    steps = f'--config.train.steps={stopped_at + 30}'
+    straight_dir = self.create_tempdir().full_path
+    for proc in (launch(workdir, steps), launch(straight_dir, steps)):
+      _, err = proc.communicate(timeout=300)
+      self.assertEqual(proc.returncode, 0, err[-2000:])
+    self.assertEqual(metrics_lib.read_metrics(workdir), metrics_lib.read_metrics(straight_dir))
+
+if __name__ == '__main__':
+  absltest.main()
