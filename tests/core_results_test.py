@@ -37,6 +37,13 @@ class ResultsTest(absltest.TestCase):
         results.history_from_records(results.read_records(workdir), up_to_step=0)['step'].tolist(),
         [0])
 
+  def test_first_step_reaching_a_level(self):
+    history = {'step': np.array([0, 10, 20, 30]),
+               'eval/acc': np.array([[0.1, 0.1, 0.1], [0.5, 0.96, np.nan], [0.97, 0.2, 0.3],
+                                     [0.99, 0.99, 0.4]])}
+    np.testing.assert_array_equal(results.first_step_reaching(history, 'eval/acc', 0.95),
+                                  [20, 10, np.nan])
+
   def test_over_seeds_gives_mean_and_standard_error(self):
     rows = results.final_rows({'step': np.array([10]),
                                'eval/loss': np.array([[0.5, 0.7, 0.2, 0.6]])}, MEMBERS)

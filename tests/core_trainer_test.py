@@ -302,6 +302,15 @@ class TrainerTest(parameterized.TestCase):
       np.testing.assert_allclose(sweep.history['eval/train_loss'][:, i],
                                  single.history['eval/train_loss'][:, 0], rtol=2e-5)
 
+  def test_a_diverged_member_does_not_stop_the_sweep_or_its_figures(self):
+    config = tiny(opt__name='sgd', num_seeds=1)
+    config.sweep.lr = (0.05, 1e6)
+    workdir = self.create_tempdir().full_path
+    result = modular_addition.train_and_evaluate(config, workdir)
+    self.assertEqual(list(result.diverged), [1])   # lr 1e6
+    self.assertTrue(np.isfinite(result.final('train/loss')[0]))
+    self.assertTrue(os.path.exists(os.path.join(workdir, 'figures', 'curves.png')))
+
   def test_non_finite_loss_names_step_and_checkpoint(self):
     config = tiny(opt__lr=1e6, opt__name='sgd', train__steps=200)
     with self.assertRaisesRegex(FloatingPointError,

@@ -1,4 +1,5 @@
-"""docs/notebooks/modular.ipynb runs top to bottom (with nbclient, the venv's python3 kernel)."""
+"""docs/notebooks/modular.ipynb runs top to bottom (with nbclient, the venv's python3 kernel); every
+notebook installs jaxdyn with the same real command."""
 
 import os
 from unittest import mock
@@ -29,6 +30,18 @@ class NotebooksTest(absltest.TestCase):
     images = sum('image/png' in o.get('data', {}) for cell in nb.cells if cell.cell_type == 'code'
                  for o in cell.outputs)
     self.assertGreaterEqual(images, 5)
+
+
+  def test_every_notebook_has_the_same_real_install_cell(self):
+    folder = os.path.join(ROOT, 'docs', 'notebooks')
+    cells = {name: next(c.source for c in nbformat.read(os.path.join(folder, name), as_version=4).cells
+                        if c.cell_type == 'code')
+             for name in sorted(os.listdir(folder)) if name.endswith('.ipynb')}
+    self.assertGreaterEqual(len(cells), 2)
+    self.assertLen(set(cells.values()), 1, f'install cells differ: {list(cells)}')
+    install = next(iter(cells.values()))
+    self.assertIn("'pip', 'install', '-q', '-e', checkout", install)
+    self.assertNotIn('OWNER', install)
 
 
 if __name__ == '__main__':

@@ -146,6 +146,15 @@ def curves_over_seeds(history: Mapping[str, np.ndarray], members: Sequence[Row],
   return out
 
 
+def first_step_reaching(history: Mapping[str, np.ndarray], name: str, level: float) -> np.ndarray:
+  """Per member: the first logged step at which metric `name` is >= `level` (NaN if it never is),
+  e.g. when train accuracy reaches 0.99 (memorised) and test accuracy 0.95 (generalised)."""
+  values = np.asarray(history[name], np.float64)
+  reached = values >= level   # NaN compares False
+  steps = np.asarray(history['step'], np.float64)
+  return np.where(reached.any(axis=0), steps[np.argmax(reached, axis=0)], np.nan)
+
+
 Column = str | Callable[[Row], Any]
 
 
