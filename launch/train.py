@@ -1,5 +1,11 @@
 """Launches any jaxdyn experiment: `python launch/train.py --config=configs/X.py[:variant] --workdir=DIR`.
 
+Multi-host (a TPU pod slice, SLURM, or a plain cluster): run the same command on every host; JAX's
+distributed system is started first (detected on TPU pods and SLURM; elsewhere pass
+--coordinator_address=HOST:PORT --num_processes=N --process_id=I). Process 0 writes the records and
+figures, every process its checkpoint shards; SIGTERM (a preemption) is agreed by all processes at a
+dispatch boundary, saved and exited. JAX options are flags too: --jax_platforms=cpu, ...
+
 Fields are overridden on the command line, e.g. `--config.opt.lr=3e-3 --config.sweep.wd='(1e-4,5e-4)'`.
 Restarting the same command in the same workdir resumes from the last checkpoint.
 A refused config, a bad flag, a locked workdir or a diverged run ends with one line on stderr and a
@@ -8,6 +14,7 @@ next dispatch boundary after saving a checkpoint there (exit code 128 + the sign
 Ctrl-C stops at once.
 """
 
+import os
 import signal
 import sys
 import time
@@ -15,6 +22,7 @@ import time
 _T_PROCESS = time.perf_counter()   # "done in" counts the whole process: imports and compiles too
 
 from absl import app, flags, logging  # pylint: disable=g-import-not-at-top
+import jax  # pylint: disable=g-import-not-at-top
 from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
 
 import jaxdyn  # pylint: disable=g-import-not-at-top
@@ -28,7 +36,13 @@ _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment config fil
                                           lock_config=True)
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Directory for metrics, figures and checkpoints.')
 _VERBOSE = flags.DEFINE_bool('verbose', False, 'Show the full traceback of an error.')
+_COORDINATOR = flags.DEFINE_string(
+    'coordinator_address', None, 'HOST:PORT of process 0 of a multi-process run on a plain cluster '
+    '(TPU pods and SLURM are detected without it); with --num_processes and --process_id.')
+_NUM_PROCESSES = flags.DEFINE_integer('num_processes', None, 'Processes of a multi-process run.')
+_PROCESS_ID = flags.DEFINE_integer('process_id', None, 'This process\'s index, 0 .. N-1.')
 flags.mark_flags_as_required(['config', 'workdir'])
+jax.config.config_with_absl()   # --jax_* flags (--jax_platforms, --jax_num_cpu_devices, ...)
 
 # Errors that are the user's to fix: one line, no traceback (unless --verbose).
 EXPECTED_ERRORS = (config_lib.ConfigError, workdir_lock.WorkdirLockedError,
@@ -55,10 +69,33 @@ def parse_flags(argv):
     _fail(f'bad --config flag: {what}; fields are set as --config.<group>.<field>=VALUE', 2)
 
 
+def _cluster_detected() -> bool:
+  """A multi-process job launched by a scheduler JAX can read (TPU pod slice, SLURM, MPI)."""
+  env = os.environ
+  return (',' in env.get('TPU_WORKER_HOSTNAMES', '') or int(env.get('SLURM_NTASKS', '1')) > 1
+          or int(env.get('OMPI_COMM_WORLD_SIZE', '1')) > 1)
+
+
+def start_distributed() -> None:
+  """`jax.distributed.initialize()` before any device is touched, where there are several
+  processes; nothing on one host."""
+  if _COORDINATOR.value:
+    jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
+                               num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
+  elif _cluster_detected():
+    jax.distributed.initialize()
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  start_distributed()
   metrics.show_progress_logs()
+  if jax.process_count() > 1:
+    logging.info('process %d of %d, %d local of %d devices', jax.process_index(),
+                 jax.process_count(), jax.local_device_count(), jax.device_count())
+    if jax.process_index():
+      logging.set_verbosity(logging.WARNING)   # progress lines from process 0 only
   logging.info('workdir: %s', _WORKDIR.value)
   received = []
 
@@ -70,12 +107,14 @@ def main(argv):
                     'to stop now)', signal.Signals(signum).name)
     trainer.request_stop()
 
-  for signum in (signal.SIGINT, signal.SIGTERM):
+  # Multi-host, SIGTERM is left to JAX's preemption service, which agrees on a step for all
+  # processes (Checkpointer.reached_preemption); one process handles it here.
+  for signum in (signal.SIGINT,) if jax.process_count() > 1 else (signal.SIGINT, signal.SIGTERM):
     signal.signal(signum, stop)
   try:
     jaxdyn.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
   except trainer.StopRequested as e:
-    _fail(str(e), 128 + received[0])
+    _fail(str(e), 128 + (received[0] if received else signal.SIGTERM))
   except KeyboardInterrupt:
     _fail('interrupted; run the same command again to resume from the last checkpoint', 130)
   except EXPECTED_ERRORS as e:

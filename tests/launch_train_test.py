@@ -1,10 +1,13 @@
 """The launcher with real processes: a second launch in a busy workdir is refused; Ctrl-C stops the
 run at a dispatch boundary with a checkpoint there, in a few lines, the lock released; the run then
-resumes bit-identically to an uninterrupted one."""
+resumes bit-identically to an uninterrupted one. Multi-host on one machine: two processes with two
+CPU devices each (gloo collectives) write the same records as one process with four devices, also
+when the job is preempted (SIGTERM to both) and relaunched."""
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,14 +21,32 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 100_000   # never reached: the run is stopped by Ctrl-C
 
 
-def launch(workdir, *flags):
+def launch(workdir, *flags, steps=STEPS, checkpoint_every=50):
   return subprocess.Popen(
       [sys.executable, os.path.join(ROOT, 'launch', 'train.py'),
        '--config=' + os.path.join(ROOT, 'configs', 'modular_addition.py') + ':tiny',
-       f'--workdir={workdir}', f'--config.train.steps={STEPS}', '--config.train.checkpoint_every=50',
+       f'--workdir={workdir}', f'--config.train.steps={steps}',
+       f'--config.train.checkpoint_every={checkpoint_every}',
        '--config.train.steps_per_dispatch=10', '--config.model.hidden=256', *flags],
       cwd=ROOT, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def launch_two_processes(workdir, **kw):
+  """Process 0 and 1 of one job, two CPU devices each, on a free local port."""
+  with socket.socket() as sock:
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+  return [launch(workdir, '--jax_num_cpu_devices=2', '--jax_cpu_collectives_implementation=gloo',
+                 f'--coordinator_address=127.0.0.1:{port}', '--num_processes=2',
+                 f'--process_id={i}', **kw) for i in (0, 1)]
+
+
+def finish(test, procs, code=0):
+  for proc in procs:
+    _, err = proc.communicate(timeout=300)
+    test.assertEqual(proc.returncode, code, err[-3000:])
+    test.assertNotIn('Traceback', err)
 
 
 def wait_for_records(proc, workdir, min_step, timeout=240):
@@ -72,6 +93,31 @@ class LaunchTest(absltest.TestCase):
       _, err = proc.communicate(timeout=300)
       self.assertEqual(proc.returncode, 0, err[-2000:])
     self.assertEqual(metrics_lib.read_metrics(workdir), metrics_lib.read_metrics(straight_dir))
+
+class MultiProcessTest(absltest.TestCase):
+
+  def test_two_processes_write_what_one_process_writes(self):
+    one, two = self.create_tempdir().full_path, self.create_tempdir().full_path
+    finish(self, [launch(one, '--jax_num_cpu_devices=4', steps=40, checkpoint_every=20)])
+    finish(self, launch_two_processes(two, steps=40, checkpoint_every=20))
+    self.assertEqual(metrics_lib.read_metrics(two), metrics_lib.read_metrics(one))
+    self.assertEqual(sorted(os.listdir(os.path.join(two, 'figures'))),
+                     sorted(os.listdir(os.path.join(one, 'figures'))))
+
+  def test_preempted_and_relaunched_still_the_same(self):
+    steps, workdir = 1500, self.create_tempdir().full_path
+    procs = launch_two_processes(workdir, steps=steps, checkpoint_every=500)
+    wait_for_records(procs[0], workdir, 100)
+    for proc in procs:   # a preemption: SIGTERM to every process of the job
+      proc.send_signal(signal.SIGTERM)
+    finish(self, procs, code=128 + signal.SIGTERM)
+    saved = [int(d) for d in os.listdir(os.path.join(workdir, 'checkpoints')) if d.isdigit()]
+    self.assertTrue(saved and max(saved) < steps, saved)   # saved at the agreed boundary
+    finish(self, launch_two_processes(workdir, steps=steps, checkpoint_every=500))
+    one = self.create_tempdir().full_path
+    finish(self, [launch(one, '--jax_num_cpu_devices=4', steps=steps, checkpoint_every=500)])
+    self.assertEqual(metrics_lib.read_metrics(workdir), metrics_lib.read_metrics(one))
+
 
 if __name__ == '__main__':
   absltest.main()

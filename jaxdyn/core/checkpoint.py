@@ -15,6 +15,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
+from jax.experimental import multihost_utils
 
 
 class CheckpointReadError(RuntimeError):
@@ -78,14 +79,25 @@ class Checkpointer:
     return None
 
   def _set_aside(self, step: int) -> None:
-    """Moves an unreadable checkpoint out of the way (kept for inspection) so its step can be redone."""
-    target = os.path.join(os.path.dirname(self.directory), 'checkpoints_unreadable', str(step))
-    if os.path.exists(target):
-      target += f'.{int(time.time())}'
-    os.makedirs(os.path.dirname(target), exist_ok=True)
-    os.rename(self.path(step), target)
-    logging.error('moved unreadable checkpoint %s to %s', self.path(step), target)
+    """Moves an unreadable checkpoint out of the way (kept for inspection) so its step can be redone;
+    process 0 moves it, the others wait for it."""
+    if jax.process_index() == 0:
+      target = os.path.join(os.path.dirname(self.directory), 'checkpoints_unreadable', str(step))
+      if os.path.exists(target):
+        target += f'.{int(time.time())}'
+      os.makedirs(os.path.dirname(target), exist_ok=True)
+      os.rename(self.path(step), target)
+      logging.error('moved unreadable checkpoint %s to %s', self.path(step), target)
+    if jax.process_count() > 1:
+      multihost_utils.sync_global_devices(f'jaxdyn set aside checkpoint {step}')
     self.manager.reload()
+
+  def reached_preemption(self, counter: int) -> bool:
+    """True on every process at the same call once a preemption notice (SIGTERM to the job on a
+    multi-host run, through JAX's preemption sync service) has been agreed; False on one process.
+    `counter` must go up by one per call, in step on every process (JAX's sync point is the
+    highest counter any process had reported, plus one)."""
+    return jax.process_count() > 1 and self.manager.reached_preemption(counter)
 
   def wait(self) -> None:
     self.manager.wait_until_finished()

@@ -115,7 +115,7 @@ class Experiment:
     """Checks the config, builds the task, trains (or resumes) it in `workdir`, then reports."""
     self.check_config(config)
     result = trainer.train_from_config(self.build_task(config), config, workdir)
-    if self.report is not None:
+    if self.report is not None and trainer.is_primary():   # figures are written once
       self.report(result, config)
     return result
 

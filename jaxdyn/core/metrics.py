@@ -83,6 +83,19 @@ class MetricWriter:
       tb.close()
 
 
+class NullWriter:
+  """The writer of processes other than 0 in a multi-host run: records are written once."""
+
+  def write(self, step: int, member: int, scalars: Mapping[str, Any]) -> None:
+    del step, member, scalars
+
+  def flush(self) -> None:
+    pass
+
+  def close(self) -> None:
+    pass
+
+
 def truncate_after(workdir: str, step: int) -> None:
   """Drops the JSONL records written after `step` (by a run that was interrupted after it).
 

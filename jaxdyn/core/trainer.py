@@ -18,6 +18,7 @@ hyperparameters); `train` turns it into one jitted program over the whole sweep:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -30,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from absl import logging
+from jax.experimental import multihost_utils
 
 from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import mesh as mesh_lib
@@ -194,7 +196,12 @@ def build_chunk_fn(task: Task, mesh):
                     in_axes=(0, None, 0, None, 0), spmd_axis_name=mesh_lib.SWEEP)
   lean_step, logged_step = vstep(False), vstep(True)
 
-  @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',))
+  rep = mesh_lib.replicated(mesh)
+  state_sharding = {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
+
+  # Metrics come back replicated, so that every process (multi-host) can fetch them.
+  @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',),
+                     out_shardings=(state_sharding, rep))
   def chunk(state, data, shared, hparams, *, n_outer: int, n_inner: int):
     def inner(carry, _):
       members, step = carry
@@ -300,9 +307,37 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
   The workdir is locked for the run (`workdir_lock`): a second launch in it is refused.
   """
   os.makedirs(workdir, exist_ok=True)
-  with workdir_lock.hold(workdir):
+  with _lock_on_process_zero(workdir):
     return _train_locked(task, schedule, workdir, mesh=mesh, config_json=config_json,
                          tensorboard=tensorboard)
+
+
+def is_primary() -> bool:
+  """Process 0 writes records, TensorBoard and figures; every process saves its checkpoint shards."""
+  return jax.process_index() == 0
+
+
+@contextlib.contextmanager
+def _lock_on_process_zero(workdir: str):
+  """The workdir lock, taken by process 0; every process learns whether it got it."""
+  if jax.process_count() == 1:
+    with workdir_lock.hold(workdir):
+      yield
+    return
+  path, error = None, None
+  if is_primary():
+    try:
+      path = workdir_lock.acquire(workdir)
+    except workdir_lock.WorkdirLockedError as e:
+      error = e
+  if not int(multihost_utils.broadcast_one_to_all(np.int32(error is None))):
+    raise error or workdir_lock.WorkdirLockedError(
+        f'workdir {workdir}: process 0 could not take the lock (see its log)')
+  try:
+    yield
+  finally:
+    if path:
+      workdir_lock.release(path)
 
 
 def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_json: dict | None,
@@ -330,17 +365,19 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
       _check_same_run(meta, config_json, workdir)
       _check_not_past_the_end(step0, schedule, workdir)
       logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
-      metrics_lib.truncate_after(workdir, step0)
-      prefix = results_lib.history_from_records(metrics_lib.read_metrics(workdir), len(members),
-                                                step0)
-      history_prefix = ([int(s) for s in prefix.pop('step')],
-                        {k: dict(enumerate(v)) for k, v in prefix.items()})
-    else:
+      if is_primary():   # the records are process 0's (the others keep the steps they ran)
+        metrics_lib.truncate_after(workdir, step0)
+        prefix = results_lib.history_from_records(metrics_lib.read_metrics(workdir),
+                                                  len(members), step0)
+        history_prefix = ([int(s) for s in prefix.pop('step')],
+                          {k: dict(enumerate(v)) for k, v in prefix.items()})
+    elif is_primary():
       metrics_lib.start_fresh(workdir)
     step = int(jax.device_get(state['step']))
 
-    writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,
-                                      resumed_from=step if restored is not None else None)
+    writer = (metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,
+                                       resumed_from=step if restored is not None else None)
+              if is_primary() else metrics_lib.NullWriter())
   except BaseException:
     checkpointer.close()
     raise
@@ -352,13 +389,13 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
       history.last_good_checkpoint = checkpointer.path(step)
       history.diverged_in_prefix()
     elif step == 0:
-      evals = jax.device_get(jax.jit(functools.partial(_evaluate, task))(
+      evals = jax.device_get(jax.jit(functools.partial(_evaluate, task), out_shardings=rep)(
           state['members']['params'], data, shared))
       history.add(0, evals)
     meta = {'config': config_json or {}, 'members': members}
 
     chunk_fn = build_chunk_fn(task, mesh)
-    pending = None
+    pending, boundary = None, 0
     while step < schedule.steps:
       n_outer, n_inner = schedule.next_chunk(step)
       state, outs = chunk_fn(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner)
@@ -371,7 +408,8 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
         pending = None
         checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)   # copy: `state` is donated
         history.last_good_checkpoint = checkpointer.path(step)
-      if _STOP.is_set() and step < schedule.steps:
+      boundary += 1   # JAX's preemption sync point counts calls, one per dispatch on every process
+      if step < schedule.steps and (_STOP.is_set() or checkpointer.reached_preemption(boundary)):
         # Dispatch boundaries are absolute steps, so a resume from here replays the same chunks.
         if pending is not None:
           history.add_chunk(*pending)
@@ -386,6 +424,8 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
   finally:   # also on Ctrl-C or an error: in-flight saves finish, records are flushed
     checkpointer.close()
     writer.close()
+  if jax.process_count() > 1:   # host copies of the sweep-sharded state, for reports
+    state = multihost_utils.process_allgather(state, tiled=True)
   return TrainResult(state=state, history=history.arrays(), members=members, workdir=workdir,
                      wall_time_s=time.perf_counter() - t_start, diverged=dict(history.diverged))
 
