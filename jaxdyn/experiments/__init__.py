@@ -6,7 +6,7 @@ import importlib
 from types import ModuleType
 
 EXPERIMENTS = ('modular_addition', 'li2_grokking', 'scan_snap', 'joma_contextual', 'joma_hierarchical',
-               'reversal_curse', 'galore_pretrain', 'scan_snap_text')
+               'reversal_curse', 'galore_pretrain', 'scan_snap_text', 'shortest_path')
 
 
 def get(name: str) -> ModuleType:

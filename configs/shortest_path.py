@@ -1,0 +1,15 @@
+"""Path-finding transformers and the spectral line navigator (the "training mechanism" talk).
+
+  --config=configs/shortest_path.py         CPU-sized: graphs of 5-10 nodes, 2-layer d=128, 6000 steps, 2 seeds
+  --config=configs/shortest_path.py:tiny    seconds: graphs of 4-5 nodes, d=32, 30 steps (tests)
+  --config=configs/shortest_path.py:paper   GPU scale: 400k rows, d=256, 60k steps
+
+The variants are defined in the experiment (`jaxdyn.experiments.shortest_path.VARIANTS`), so that a
+notebook gets the same configs without this file.
+"""
+
+from jaxdyn.experiments import shortest_path
+
+
+def get_config(arg=None):
+  return shortest_path.get_config(arg)

@@ -1,0 +1,238 @@
+"""Path-finding transformers and the spectral line navigator ("training mechanism" talk, slides
+"Another Example: Symbolic from Neural Representation", "What representations it learns?").
+
+A 2-layer decoder (`jaxdyn.models.shortest_path`, on the shared decoder with RoPE) is trained on the
+token sequences of `jaxdyn.data.graphs` (edge list, query, one shortest path) with the loss on the
+path tokens. All members (seeds) share one training pool and one held-out set of labelled graphs
+never trained on (`Task.shared_data`); a seed sets the initialisation and the batch order.
+
+Metrics per evaluation (held-out graphs; greedy decoding inside jit, scored by the exact checker):
+  valid, optimal       fractions of answers that are a walk source → target / a shortest path
+  optimal_n{s}         `optimal` over the held-out graphs of s nodes
+  heldout_loss, heldout_token_accuracy   teacher-forced, on the path tokens
+
+Report: figures/curves.png, and figures/edge_embedding.png with summary.json: the first layer's edge
+embedding (averaged over random edge orders) against the line graph's Laplacian eigenvectors
+(`analysis.spectral_paths.embedding_vs_spectrum`), for the trained and the initial parameters.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from jaxdyn.analysis import spectral_paths
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import experiment
+from jaxdyn.core import figures
+from jaxdyn.core import results
+from jaxdyn.core import trainer
+from jaxdyn.core.figures import plt
+from jaxdyn.data import graphs
+from jaxdyn.models import shortest_path as model_lib
+from jaxdyn.models import transformer
+from jaxdyn.optim import factory
+
+
+def default_config() -> ml_collections.ConfigDict:
+  """CPU-sized: graphs of 5-10 nodes, 2 layers d=128, AdamW 3e-4, batch 64, 6000 steps, 2 seeds."""
+  c = experiment.base_config('shortest_path', num_seeds=2, steps=6_000, eval_every=500,
+                             checkpoint_every=3_000, keep_checkpoints=2, steps_per_dispatch=1_500,
+                             progress_every_secs=20.0, tensorboard=False)
+  c.data = ml_collections.ConfigDict(dict(
+      sizes=(5, 6, 7, 8, 9, 10),   # node counts, uniform over this list
+      kind='erdos_renyi',          # graph generator: erdos_renyi | tree_plus (data.graphs)
+      edge_prob=0.3,               # p of the generator
+      max_edges=30,                # graphs with more edges are redrawn; sets the sequence length
+      num_train=50_000,            # training (graph, query, path) rows
+      num_heldout=1_000,           # held-out rows (graphs never in training)
+      heldout_fraction=0.1,        # share of labelled graphs on the held-out side of the split
+      seed=0,                      # seed of the data and of the split
+      batch_size=64))
+  c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=128, num_heads=4,
+                                           positions='rope'))
+  c.opt = ml_collections.ConfigDict(dict(name='adamw', lr=3e-4, wd=0.01, b1=0.9, b2=0.999,
+                                         eps=1e-8, momentum=0.9))
+  c.analysis = ml_collections.ConfigDict(dict(
+      num_graphs=16,               # held-out graphs of the largest size for the embedding analysis
+      num_orders=16,               # random edge orders averaged per graph
+      dims=(2, 4, 8)))             # numbers of eigenvectors (and principal components) compared
+  return c
+
+
+def _tiny(c: ml_collections.ConfigDict) -> None:
+  """Seconds: graphs of 4-5 nodes, d=32, 30 steps (tests)."""
+  c.data.update(sizes=(4, 5), max_edges=8, num_train=512, num_heldout=64, batch_size=16)
+  c.model.update(d_model=32, num_heads=2)
+  c.analysis.update(num_graphs=2, num_orders=4, dims=(2,))
+  c.train.update(steps=30, eval_every=15, checkpoint_every=30, steps_per_dispatch=30)
+
+
+def _paper(c: ml_collections.ConfigDict) -> None:
+  """The talk's task at GPU scale: 2 layers, graphs of 5-10 nodes, 400k rows, d=256, 60k steps.
+  (The talk gives no widths or schedule: these are ours.)"""
+  c.data.update(num_train=400_000, num_heldout=2_000, batch_size=256)
+  c.model.update(d_model=256, num_heads=8)
+  c.train.update(steps=60_000, eval_every=2_000, checkpoint_every=10_000, steps_per_dispatch=10_000)
+
+
+VARIANTS = {'tiny': _tiny, 'paper': _paper}
+
+
+def check_values(config: ml_collections.ConfigDict) -> None:
+  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
+  d = config.data
+  sizes = tuple(d.sizes)
+  config_lib.require(len(sizes) > 0 and all(isinstance(s, int) and s >= 3 for s in sizes)
+                     and len(set(sizes)) == len(sizes), 'data.sizes', sizes,
+                     'must be distinct node counts >= 3')
+  config_lib.require_choice(config, 'data.kind', graphs.GENERATORS)
+  config_lib.require(0 <= d.edge_prob <= 1, 'data.edge_prob', d.edge_prob, 'must be in [0, 1]')
+  config_lib.require(d.edge_prob > 0 or d.kind == 'tree_plus', 'data.edge_prob', d.edge_prob,
+                     'must be > 0 for erdos_renyi (a graph without edges is never connected)')
+  config_lib.require(d.max_edges >= max(sizes) - 1, 'data.max_edges', d.max_edges,
+                     f'must be >= {max(sizes) - 1}: a connected graph of {max(sizes)} nodes has '
+                     f'at least that many edges')
+  config_lib.require_positive(config, 'data.num_train', 'data.num_heldout', 'data.batch_size',
+                              'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr',
+                              'analysis.num_graphs', 'analysis.num_orders', 'analysis.dims')
+  config_lib.require(0 < d.heldout_fraction < 1, 'data.heldout_fraction', d.heldout_fraction,
+                     'must be in (0, 1)')
+  config_lib.require(d.batch_size <= d.num_train, 'data.batch_size', d.batch_size,
+                     f'must be <= data.num_train={d.num_train}')
+  config_lib.require_choice(config, 'model.positions', ('rope', 'learned'))
+  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
+  config_lib.require_nonnegative(config, 'opt.wd')
+  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
+                     config.model.d_model, 'must be a multiple of model.num_heads')
+  if config.model.positions == 'rope':
+    config_lib.require((config.model.d_model // config.model.num_heads) % 2 == 0, 'model.d_model',
+                       config.model.d_model, 'RoPE needs an even head dimension')
+
+
+def vocab(config) -> graphs.Vocab:
+  return graphs.Vocab(max(config.data.sizes))
+
+
+def seq_len(config) -> int:
+  return graphs.sequence_length(max(config.data.sizes), config.data.max_edges)
+
+
+def datasets(config) -> tuple[dict, dict]:
+  """(training rows, held-out rows) of `graphs.path_dataset`, from `data.seed`."""
+  d = config.data
+  kw = dict(sizes=tuple(d.sizes), heldout_fraction=d.heldout_fraction, split_seed=d.seed,
+            kind=d.kind, edge_prob=d.edge_prob, max_edges=d.max_edges)
+  return (graphs.path_dataset(2 * d.seed, d.num_train, heldout=False, **kw),
+          graphs.path_dataset(2 * d.seed + 1, d.num_heldout, heldout=True, **kw))
+
+
+def make_model(config) -> transformer.Decoder:
+  m = config.model
+  return transformer.Decoder(model_lib.decoder_config(vocab(config), seq_len(config), m.num_layers,
+                                                      m.d_model, m.num_heads, m.positions))
+
+
+def evaluate(model, config, params, data) -> dict[str, jax.Array]:
+  """The metrics of the module docstring on the held-out rows."""
+  v, sizes = vocab(config), tuple(config.data.sizes)
+  loss, aux = model_lib.path_loss(model, params, data['heldout_tokens'], data['heldout_loss_mask'])
+  generated = model_lib.greedy_paths(model, params, v, data['heldout_tokens'],
+                                     data['heldout_prompt_len'], max(sizes))
+  checked = model_lib.check_paths(v, generated, data['heldout_adj'], data['heldout_dist'],
+                                  data['heldout_num_nodes'], data['heldout_source'],
+                                  data['heldout_target'])
+  optimal = checked['optimal'].astype(jnp.float32)
+  out = {'heldout_loss': loss, 'heldout_token_accuracy': aux['token_accuracy'],
+         'valid': jnp.mean(checked['valid'].astype(jnp.float32)), 'optimal': jnp.mean(optimal)}
+  for s in sizes:
+    of_size = (data['heldout_num_nodes'] == s).astype(jnp.float32)
+    out[f'optimal_n{s}'] = jnp.sum(optimal * of_size) / jnp.maximum(jnp.sum(of_size), 1.0)
+  return out
+
+
+def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+  model = make_model(config)
+  train, held = datasets(config)
+  batch_size, t = config.data.batch_size, seq_len(config)
+  shared = {'train_tokens': train['tokens'], 'train_loss_mask': train['loss_mask'],
+            **{f'heldout_{k}': held[k] for k in ('tokens', 'loss_mask', 'prompt_len', 'adj', 'dist',
+                                                  'num_nodes', 'source', 'target')}}
+
+  def get_batch(data, step, key):
+    idx = jax.random.randint(jax.random.fold_in(key, step), (batch_size,), 0,
+                             data['train_tokens'].shape[0])
+    return data['train_tokens'][idx], data['train_loss_mask'][idx]
+
+  return trainer.Task(
+      init_params=lambda key, hp: model_lib.init_params(model, key, t),
+      loss_fn=lambda params, batch, hp: model_lib.path_loss(model, params, *batch),
+      make_optimizer=lambda hp: factory.make_optimizer(config.opt, config.opt.lr, config.opt.wd),
+      get_batch=get_batch, evaluate=lambda params, data: evaluate(model, config, params, data),
+      hparams=experiment.member_grid(config), shared_data=shared)
+
+
+def embedding_analysis(config, params, seed: int = 0) -> dict[str, float]:
+  """`embedding_vs_spectrum` averaged over `analysis.num_graphs` held-out graphs of the largest size,
+  for one member's params: the hidden state after the first layer at each edge's <e> token."""
+  model, v = make_model(config), vocab(config)
+  cfg = model.config
+  hidden_fn = jax.jit(lambda tok: transformer.forward_with_intermediates(
+      cfg, {'params': params}, tok)[1].hidden_states[1])
+  _, held = datasets(config)
+  n = max(config.data.sizes)
+  rows = np.flatnonzero(held['num_nodes'] == n)[:config.analysis.num_graphs]
+  rng = np.random.default_rng(seed)
+  stats = []
+  for i in rows:
+    emb, edges = spectral_paths.learned_edge_embedding(
+        hidden_fn, v, held['adj'][i], int(held['source'][i]), int(held['target'][i]), seq_len(config),
+        config.data.max_edges, config.analysis.num_orders, rng)
+    stats.append(spectral_paths.embedding_vs_spectrum(emb, edges, n, tuple(config.analysis.dims),
+                                                      rng=rng))
+  keys = sorted({k for s in stats for k in s})
+  return {k: float(np.mean([s[k] for s in stats if k in s])) for k in keys}
+
+
+def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+  """figures/curves.png, figures/edge_embedding.png and summary.json (module docstring)."""
+  figdir = os.path.join(result.workdir, 'figures')
+  sizes = tuple(config.data.sizes)
+  figures.plot_curves(result.history, result.members, path=os.path.join(figdir, 'curves.png'),
+                      panels={'loss': ['train/loss', 'eval/heldout_loss'],
+                              'held-out paths': ['eval/valid', 'eval/optimal'],
+                              'optimal by size': [f'eval/optimal_n{s}' for s in sizes]},
+                      title=f'shortest paths, {config.model.num_layers}L d={config.model.d_model}')
+  member0 = jax.tree.map(lambda a: a[0], result.params)
+  init = model_lib.init_params(make_model(config),
+                               jax.random.fold_in(jax.random.key(config.seed), 0), seq_len(config))
+  trained, initial = embedding_analysis(config, member0), embedding_analysis(config, init)
+  final = {k: float(np.nanmean(result.final(k))) for k in result.history if k.startswith('eval/')}
+  summary = {'final_mean_over_seeds': final, 'edge_embedding_trained': trained,
+             'edge_embedding_init': initial}
+  results.write_json(os.path.join(result.workdir, 'summary.json'), summary)
+  dims = [k for k in config.analysis.dims if f'corr_{k}' in trained]
+  fig, ax = plt.subplots(figsize=(5.5, 4))
+  x = np.arange(len(dims))
+  for off, (label, src, key) in enumerate((('trained', trained, 'corr'),
+                                           ('initialisation', initial, 'corr'),
+                                           ('trained, edges shuffled', trained, 'shuffled'))):
+    ax.bar(x + (off - 1) * 0.27, [src[f'{key}_{k}'] for k in dims], width=0.27, label=label)
+  ax.set_xticks(x, [f'k={k}' for k in dims])
+  ax.set_ylabel('mean normalised correlation with u_1..u_k')
+  ax.set_ylim(0, 1)
+  ax.set_title(f'edge embedding (layer 1) vs line-graph Laplacian, n={max(sizes)}', fontsize=9)
+  ax.legend(fontsize=7)
+  ax.grid(alpha=0.3)
+  fig.tight_layout()
+  figures.save(fig, os.path.join(figdir, 'edge_embedding.png'))
+  return summary
+
+
+EXPERIMENT = experiment.Experiment(name='shortest_path', schema=default_config, variants=VARIANTS,
+                                   check=check_values, build_task=build_task, report=write_report)
+get_config, check_config, train_and_evaluate = EXPERIMENT.api()
