@@ -3,6 +3,7 @@
 import math
 import os
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 import jax
@@ -11,6 +12,7 @@ from jax import test_util as jtu
 import numpy as np
 
 from jaxdyn.analysis import attention_entropy
+from jaxdyn.core import figures
 
 
 class AttentionEntropyTest(absltest.TestCase):
@@ -46,8 +48,18 @@ class AttentionEntropyTest(absltest.TestCase):
   def test_plot_attention_maps_writes_a_figure(self):
     path = os.path.join(tempfile.mkdtemp(), 'maps.png')
     maps = np.tril(np.ones((5, 4, 4))) / np.arange(1, 5)[:, None]
-    self.assertEqual(attention_entropy.plot_attention_maps(np.arange(5) * 10, maps, path), path)
+    drawn, save = [], figures.save
+    with mock.patch.object(figures, 'save', side_effect=lambda fig, *a, **k: (
+        drawn.append(fig), save(fig, *a, **k))[1]):
+      self.assertEqual(attention_entropy.plot_attention_maps(np.arange(5) * 10, maps, path), path)
     self.assertGreater(os.path.getsize(path), 1000)
+    # Four evaluations spread over training, one colour scale 0-1 with a labelled colourbar.
+    panels = [ax for ax in drawn[0].axes if ax.get_label() != '<colorbar>']
+    bars = [ax for ax in drawn[0].axes if ax.get_label() == '<colorbar>']
+    self.assertEqual([ax.get_title() for ax in panels], ['step 0', 'step 10', 'step 30', 'step 40'])
+    self.assertLen(bars, 1)
+    self.assertIn('attention weight', bars[0].get_ylabel())
+    self.assertEqual(bars[0].get_ylim(), (0.0, 1.0))
 
 
 if __name__ == '__main__':

@@ -2,6 +2,7 @@
 
 import os
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest, parameterized
 import jax
@@ -9,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdyn.analysis import joma
+from jaxdyn.core import figures
 from jaxdyn.models import joma as model_lib
 from models_joma_test import NUM_CONTEXT, TEMPERATURE, figure_2_setting
 
@@ -187,8 +189,21 @@ class ErfRelationTest(absltest.TestCase):
     fractions = np.asarray(summary['final_fraction_of_limit_except_most_salient'])
     np.testing.assert_allclose(fractions, check['v'][-1, :-1] / check['limit'][:-1])
     self.assertTrue(np.all((fractions > 0.8) & (fractions < 1)))
-    path = joma.plot_erf(check, os.path.join(tempfile.mkdtemp(), 'erf.png'))
+    drawn, save = [], figures.save
+    with mock.patch.object(figures, 'save', side_effect=lambda fig, *a, **k: (
+        drawn.append(fig), save(fig, *a, **k))[1]):
+      path = joma.plot_erf(check, os.path.join(tempfile.mkdtemp(), 'erf.png'))
     self.assertGreater(os.path.getsize(path), 1000)
+    # A component's colour is its Δ_m (one labelled colourbar over the Δ range); one legend, of
+    # line styles, outside the panels.
+    fig = drawn[0]
+    bars = [ax for ax in fig.axes if ax.get_label() == '<colorbar>']
+    self.assertLen(bars, 1)
+    self.assertIn('Delta_m', bars[0].get_ylabel())
+    np.testing.assert_allclose(bars[0].get_ylim(), (0.25, 0.9), rtol=1e-6)
+    self.assertTrue(all(ax.get_legend() is None for ax in fig.axes))
+    self.assertLen(fig.legends, 1)
+    self.assertLen(fig.legends[0].get_texts(), 4)
 
 
 if __name__ == '__main__':

@@ -1,6 +1,10 @@
 """Tests of jaxdyn.analysis.scan_snap: the Fig. 4/6 composition metrics, Theorem 4's prediction and
 its measurement."""
 
+import os
+import tempfile
+from unittest import mock
+
 from absl.testing import absltest
 import jax
 import jax.numpy as jnp
@@ -8,6 +12,7 @@ import numpy as np
 import optax
 
 from jaxdyn.analysis import scan_snap as theory
+from jaxdyn.core import figures
 from jaxdyn.data.scan_snap import TokenDistribution
 
 
@@ -148,6 +153,75 @@ class MeasurementTest(absltest.TestCase):
       self.assertEqual(gamma_beta.shape, (k, k))
       self.assertTrue(np.all(np.diag(np.asarray(gamma_beta)) == 0))
       self.assertEqual(gamma_iota.shape, (k,))
+
+
+def drawn_figure(plot, *args, **kwargs):
+  """Calls `plot`, which saves one figure with `figures.save`, and returns that figure, drawn."""
+  drawn, save = [], figures.save
+
+  def capture(fig, path, **kw):
+    fig.canvas.draw()
+    drawn.append(fig)
+    return save(fig, path, **kw)
+
+  with mock.patch.object(figures, 'save', side_effect=capture):
+    plot(*args, **kwargs)
+  return drawn[0]
+
+
+class FiguresTest(absltest.TestCase):
+  """Readable figures: labelled axes and colourbars, one legend beside the panels, integer ticks."""
+
+  def setUp(self):
+    super().setUp()
+    self.path = os.path.join(tempfile.mkdtemp(), 'fig.png')
+
+  def test_cell_edges_centre_each_column_on_its_step(self):
+    np.testing.assert_allclose(theory.cell_edges([0, 3, 6]), [-1.5, 1.5, 4.5, 7.5])
+    np.testing.assert_allclose(theory.cell_edges([0, 1, 3]), [-0.5, 0.5, 2, 4])
+    np.testing.assert_allclose(theory.cell_edges([5]), [4.5, 5.5])
+
+  def test_composition_labels_rows_by_token_id_and_shares_one_colourbar(self):
+    dist = TokenDistribution(num_common=2, num_distinct_per_next=3, num_last=1,
+                             num_next_per_last=2, seq_len=8)
+    steps = np.array([0, 3, 6])
+    composition = np.random.default_rng(0).dirichlet(np.ones(dist.num_tokens), (3, dist.num_next))
+    fig = drawn_figure(theory.plot_composition, steps, composition, dist, self.path)
+    panels = [ax for ax in fig.axes if ax.get_label() != '<colorbar>']
+    bars = [ax for ax in fig.axes if ax.get_label() == '<colorbar>']
+    self.assertLen(panels, 2)
+    self.assertLen(bars, 1)
+    self.assertIn('c_{n,l}', bars[0].get_ylabel())
+    # Panel n = 1: rows 0, 1 are the common tokens 0, 1; rows 2-4 its distinct tokens.
+    ticks = [t.get_text() for t in panels[1].get_yticklabels() if t.get_text()]
+    self.assertTrue(set(ticks) <= {'0', '1', *map(str, dist.distinct_tokens()[1])}, ticks)
+    self.assertIn(str(dist.distinct_tokens()[1][-1]), ticks)
+    np.testing.assert_array_equal(panels[0].get_xticks(), steps)
+    self.assertEqual([ax.get_xlabel() for ax in panels], ['step', 'step'])
+
+  def test_b_curves_have_one_legend_beside_the_panels(self):
+    dist = TokenDistribution(num_common=1, num_distinct_per_next=3, num_last=1,
+                             num_next_per_last=4, seq_len=8)
+    steps = np.arange(20)
+    curve = {name: np.linspace(0, 0.1, 20)
+             for name in ('distinct', 'definition', 'common', 'predicted')}
+    fig = drawn_figure(theory.plot_b_curves, steps,
+                       {(z, r): curve for z in (0.5, 1.0) for r in (1.0, 5.0)}, dist, self.path)
+    self.assertTrue(all(ax.get_legend() is None for ax in fig.axes))
+    self.assertLen(fig.legends, 1)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    self.assertEqual(texts[:2], ['η_Y/η_Z = 1', 'η_Y/η_Z = 5'])
+    self.assertLen(texts, 2 + 4 + 1)   # ratios, what is drawn, t0
+
+  def test_entropy_vs_lr_ticks_at_the_rates_with_one_legend(self):
+    lines = {f'η_Y/η_Z={r:g}': ([0.5, 1.0, 2.0], [2.0, 1.9, 1.7], [0.01, 0.02, 0.01])
+             for r in (1, 2)}
+    fig = drawn_figure(theory.plot_entropy_vs_lr, {'num_last=1': lines, 'num_last=3': lines},
+                       self.path)
+    self.assertLen(fig.legends, 1)
+    self.assertTrue(all(ax.get_legend() is None for ax in fig.axes))
+    np.testing.assert_allclose(fig.axes[0].get_xticks(), [0.5, 1.0, 2.0])
+    self.assertIn('nats', fig.axes[0].get_ylabel())
 
 
 if __name__ == '__main__':

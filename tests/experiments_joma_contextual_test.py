@@ -9,6 +9,7 @@ import numpy as np
 
 from jaxdyn.core.config import ConfigError
 from jaxdyn.experiments import joma_contextual
+from jaxdyn.models.joma import KINDS
 
 
 class JomaContextualTest(absltest.TestCase):
@@ -34,6 +35,21 @@ class JomaContextualTest(absltest.TestCase):
     self.assertEqual(summary['min_nc_softmax'], float(history['eval/nc_softmax'].min()))
     for name in ('invariant_nc.png', 'salience_entropy.png'):
       self.assertGreater(os.path.getsize(os.path.join(workdir, 'figures', name)), 1000)
+
+  def test_invariant_figure_names_what_each_line_correlates(self):
+    history = {'step': np.arange(3)}
+    history.update({f'eval/{name}': np.full((3, 2), float(i)) for i, name in enumerate(
+        [f'nc_{k}' for k in KINDS] + [f'nc_squared_term_{k}' for k in KINDS]
+        + ['nc_linear_squares', 'nc_norm_term_softmax'])})
+    curves, panels, ylabels = joma_contextual.invariant_curves(history)
+    self.assertEqual(list(panels), ['linear attention', 'exponential attention',
+                                    'softmax attention'])
+    self.assertEqual(panels['softmax attention'], ('softmax/z vs ẑ', 'softmax/z vs ‖v‖² term',
+                                                   'softmax/z vs ‖W‖² term (softmax)'))
+    np.testing.assert_array_equal(curves['softmax/z vs ẑ'], history['eval/nc_softmax'])
+    np.testing.assert_array_equal(curves['linear/z² vs z(0)² + Δ‖v‖² (linear)'],
+                                  history['eval/nc_linear_squares'])
+    self.assertEqual(set(ylabels.values()), {'normalised correlation NC'})
 
   def test_too_small_embedding_is_refused(self):
     config = joma_contextual.get_config('tiny')

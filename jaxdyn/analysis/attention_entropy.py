@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import matplotlib.ticker
 import numpy as np
 
 from jaxdyn.core import figures
@@ -50,14 +51,18 @@ def head_entropy(weights_BxNxTxS: jax.Array) -> dict[str, jax.Array]:
 
 def plot_attention_maps(steps_E: np.ndarray, maps_ExTxS: np.ndarray, path: str,
                         title: str = 'attention of head 0 on held-out window 0 (member 0)') -> str:
-  """One head's attention map (query × key) at up to four evaluations spread over training."""
+  """One head's attention map (query × key) at up to four evaluations spread over training, on one
+  colour scale from 0 to 1 (the colourbar: attention weight a_{t,s}; keys after the query are 0)."""
   picks = sorted(set(np.linspace(0, len(steps_E) - 1, min(4, len(steps_E))).round().astype(int)))
-  fig, axes = plt.subplots(1, len(picks), figsize=(4 * len(picks), 3.8), squeeze=False)
+  fig, axes = plt.subplots(1, len(picks), figsize=(3.2 * len(picks) + 1.2, 4.0), squeeze=False,
+                           sharey=True, layout='constrained')
   for ax, i in zip(axes[0], picks):
-    ax.imshow(maps_ExTxS[i], cmap='viridis', vmin=0, vmax=1)
-    ax.set_title(f'step {steps_E[i]}')
-    ax.set_xlabel('key position')
-  axes[0][0].set_ylabel('query position')
-  fig.suptitle(title)
-  fig.tight_layout()
+    image = ax.imshow(maps_ExTxS[i], cmap='viridis', vmin=0, vmax=1)
+    ax.set_title(f'step {int(steps_E[i])}', fontsize=10)
+    ax.set_xlabel('key position s')
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+  axes[0][0].set_ylabel('query position t')
+  fig.colorbar(image, ax=axes[0].tolist(), label='attention weight $a_{t,s}$', shrink=0.9)
+  fig.suptitle(title, fontsize=10)
   return figures.save(fig, path, dpi=110)

@@ -227,43 +227,53 @@ def r_summary(spec):
 
 FIGURE_DPI = 100   # matplotlib's default figure dpi, what these figures have always been written at
 
-def plot_node_spectra(Z_a, path, nodes=None, max_nodes=16):
+def plot_node_spectra(Z_a, path, nodes=None, max_nodes=16, title=''):
   """Bar plots of |Z_a[k, j]| over k = 0..(d-1)/2 for a few hidden nodes; writes a PNG."""
   d = Z_a.shape[0]
   mag = np.abs(np.asarray(Z_a))[:(d - 1) // 2 + 1]
   nodes = np.arange(min(max_nodes, mag.shape[1])) if nodes is None else np.asarray(nodes)
   cols = int(np.ceil(np.sqrt(len(nodes))))
   rows = int(np.ceil(len(nodes) / cols))
-  fig, axes = plt.subplots(rows, cols, figsize=(2.5 * cols, 1.8 * rows), squeeze=False)
+  fig, axes = plt.subplots(rows, cols, figsize=(2.3 * cols, 1.6 * rows + 0.6), squeeze=False,
+                           sharex=True, layout='constrained')
   for ax, j in zip(axes.flat, nodes):
-    ax.bar(np.arange(mag.shape[0]), mag[:, j])
+    ax.bar(np.arange(mag.shape[0]), mag[:, j], color='tab:blue')
     ax.set_title(f'node {j}', fontsize=8)
+    ax.tick_params(labelsize=7)
+    figures.integer_ticks(ax, 'x')
   for ax in axes.flat[len(nodes):]:
     ax.axis('off')
-  fig.supxlabel('frequency k')
-  fig.tight_layout()
+  fig.supxlabel('frequency k', fontsize=10)
+  fig.supylabel(r'$|z_{a,kj}|$ (scaled DFT of $W_a$)', fontsize=10)
+  fig.suptitle(title or f'Fourier spectrum of hidden nodes j (input side a, d = {d})', fontsize=10)
   figures.save(fig, path, dpi=FIGURE_DPI)
 
 
-def plot_order_histogram(orders, path):
+def plot_order_histogram(orders, path, title=''):
   """Histogram of the solution orders of the non-zero frequencies; writes a PNG."""
-  fig, ax = plt.subplots(figsize=(5, 3))
+  fig, ax = plt.subplots(figsize=(5, 3.2), layout='constrained')
   top = max(10, int(np.max(orders)) + 1)
-  ax.hist(np.asarray(orders)[1:], bins=np.arange(top + 1) - 0.5)
-  ax.set_xlabel('solution order')
-  ax.set_ylabel('frequencies')
-  fig.tight_layout()
+  ax.hist(np.asarray(orders)[1:], bins=np.arange(top + 1) - 0.5, rwidth=0.85)
+  ax.set_xlim(-0.5, top - 0.5)
+  ax.set_xticks(range(0, top, 1 if top <= 16 else 2))
+  figures.integer_ticks(ax, 'y')
+  ax.set_xlabel(f'solution order (hidden nodes with $|z_{{a,kj}}| > {SOLUTION_THRESHOLD}$)')
+  ax.set_ylabel('frequencies k ≠ 0')
+  ax.set_title(title or 'solution order of each frequency', fontsize=10)
+  ax.grid(axis='y', alpha=0.3)
   figures.save(fig, path, dpi=FIGURE_DPI)
 
 
-def plot_r_terms(steps, diag, offdiag, d, path):
+def plot_r_terms(steps, diag, offdiag, d, path, title=''):
   """Σ diagonal and Σ off-diagonal r_{k1k2k} (paper units) over training, with targets d-1 and 0."""
-  fig, ax = plt.subplots(figsize=(5, 3))
-  ax.plot(steps, diag, label=r'diag $r_{kkk}$')
-  ax.plot(steps, offdiag, label=r'off-diag $r_{k_1k_2k}$')
-  for level in (0, d - 1):
-    ax.axhline(level, color='k', ls='--', lw=0.5)
-  ax.set_xlabel('step')
-  ax.legend()
-  fig.tight_layout()
+  fig, ax = plt.subplots(figsize=(6.2, 3.2), layout='constrained')
+  ax.plot(steps, diag, label=r'$\sum_k r_{kkk}$ (diagonal)')
+  ax.plot(steps, offdiag, label=r'$\sum r_{k_1k_2k}$, other terms')
+  ax.axhline(d - 1, color='tab:blue', ls=':', lw=1, label=f'diagonal target d − 1 = {d - 1}')
+  ax.axhline(0, color='tab:orange', ls=':', lw=1, label='off-diagonal target 0')
+  figures.set_step_axis(ax, steps)
+  ax.set_ylabel('r (× 2d, paper units)')
+  ax.set_title(title or 'CoGS ring-homomorphism monitors', fontsize=10)
+  ax.grid(alpha=0.3)
+  figures.legend_outside(fig, *ax.get_legend_handles_labels())
   figures.save(fig, path, dpi=FIGURE_DPI)

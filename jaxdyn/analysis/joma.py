@@ -14,6 +14,8 @@ from typing import Mapping, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import matplotlib.colors
+import matplotlib.lines
 import numpy as np
 
 from jaxdyn.core import figures
@@ -200,22 +202,40 @@ def erf_check(delta_M: jax.Array, lr: float) -> dict:
 
 def plot_erf(check: dict, path: str) -> str:
   """Two panels of an `erf_check`: v_m(t) with the closed form (dashed), the bounded limits (dotted)
-  and t* (red); erf(v_m/√2)/Δ_m against t, one curve for all m. Returns the path written."""
+  and t* (red); erf(v_m/√2)/Δ_m against t, one curve for all m. A component's colour is its Δ_m
+  (the colourbar); one legend of line styles beside the panels. Returns the path written."""
   t, v, closed, ratio, limit = (check[k] for k in ('t', 'v', 'closed_form', 'ratio', 'limit'))
-  fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-  colors = plt.cm.viridis(np.linspace(0, 0.9, len(limit)))
+  delta = np.asarray(check['delta'], np.float64)
+  norm = matplotlib.colors.Normalize(delta.min(), delta.max())
+  cmap = matplotlib.colors.ListedColormap(plt.cm.viridis(np.linspace(0, 0.9, 256)))
+  colors = cmap(norm(delta))
+  fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout='constrained')
   for m, color in enumerate(colors):
-    axes[0].plot(t, v[:, m], color=color, lw=1.8, label=f'Δ={float(check["delta"][m]):.2f}')
+    axes[0].plot(t, v[:, m], color=color, lw=1.8)
     axes[0].plot(t, closed[:, m], '--', color='k', lw=0.6)
     if np.isfinite(limit[m]):
       axes[0].axhline(limit[m], color=color, ls=':', lw=0.8)
     axes[1].plot(t[1:], ratio[1:, m], color=color, lw=1.0)
   axes[0].axvline(check['t_star'], color='r', lw=0.8)
-  axes[0].set(xlabel='SGD step', ylabel='v_m', title='v_m (solid), √2 erf⁻¹(√(2/π)ηΔ_m t) (dashed), '
-              'limits √2 erf⁻¹(Δ_m/Δ_max) (dotted)')
-  axes[0].title.set_fontsize(7)
-  axes[0].set_ylim(0, 3.5)
-  axes[0].legend(fontsize=6)
-  axes[1].set(xlabel='SGD step', ylabel='erf(v_m/√2)/Δ_m', title='one curve for all m (erf relation)')
-  fig.tight_layout()
+  axes[0].set(xlabel='SGD step t', ylabel='$v_m$', title='$v_m(t)$: SGD against the closed form',
+              ylim=(0, 3.5))
+  axes[1].set(xlabel='SGD step t', ylabel=r'erf$(v_m/\sqrt{2})\,/\,\Delta_m$',
+              title='the erf relation: one curve for all m')
+  for ax in axes:
+    ax.title.set_fontsize(10)
+    ax.grid(alpha=0.3)
+  line = matplotlib.lines.Line2D
+  handles = [line([], [], color='0.4', lw=1.8, label='$v_m$ (SGD)'),
+             line([], [], color='k', ls='--', lw=0.6,
+                  label=r'$\sqrt{2}\,$erf$^{-1}(\sqrt{2/\pi}\,\eta\Delta_m t)$'),
+             line([], [], color='0.4', ls=':', lw=0.8,
+                  label=r'limit $\sqrt{2}\,$erf$^{-1}(\Delta_m/\Delta_{max})$'),
+             line([], [], color='r', lw=0.8, label=r'$t^* = \sqrt{\pi/2}/(\eta\Delta_{max})$')]
+  fig.legend(handles=handles, loc='outside lower center', ncols=4, fontsize=8)
+  fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes.tolist(),
+               label=r'salience $\Delta_m$', shrink=0.9)
+  lr = check.get('summary', {}).get('lr')
+  fig.suptitle(f'JoMA linear case: M={len(delta)} components'
+               + (f', η={lr:g}' if lr is not None else '') + f', t*={check["t_star"]:.0f} steps',
+               fontsize=10)
   return figures.save(fig, path)

@@ -164,23 +164,30 @@ def predicted_max_energy(M, dim, kind):
 
 def plot_irrep_alignment(W_2MxK, group, path: str, *, title: str = '', subtitle: str = '') -> str:
   """The hidden nodes' alignment with the irreps (Li2 Sec. 5): each node's share of ‖w‖² per real
-  irrep (nodes sorted by dominant irrep), and a histogram of each node's largest share."""
+  irrep (nodes sorted by dominant irrep), and a histogram of each node's largest share. `subtitle`
+  (e.g. which member is shown) is the figure's second title line."""
   irreps = groups_lib.real_irreps(group)
   fractions = irrep_energy_fractions(np.asarray(W_2MxK), group, real_irreps=irreps)
-  names = [f'{i}:d{rep.dim}{"c" if kind == "complex" else ""}'
+  names = [f'#{i}: dim {rep.dim}{" (complex pair)" if kind == "complex" else ""}'
            for i, (rep, kind) in enumerate(irreps)]
-  fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+  fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), width_ratios=(1.5, 1), layout='constrained')
   order = np.lexsort((-fractions.max(0), fractions.argmax(0)))
-  axes[0].imshow(fractions[:, order], aspect='auto', cmap='viridis', vmin=0, vmax=1,
-                 interpolation='nearest')
-  axes[0].set(xlabel='hidden node (sorted by dominant irrep)', ylabel='real irrep',
-              title='share of ‖w_j‖² per irrep')
+  image = axes[0].imshow(fractions[:, order], aspect='auto', cmap='viridis', vmin=0, vmax=1,
+                         interpolation='nearest')
+  fig.colorbar(image, ax=axes[0], label='share of ‖w_j‖² in the irrep', fraction=0.05, pad=0.02)
+  axes[0].set(xlabel='hidden node j (sorted by dominant irrep)', ylabel='real irrep')
+  axes[0].set_title('share of ‖w_j‖² per irrep', fontsize=10)
+  figures.integer_ticks(axes[0], 'x')
   if len(names) <= 30:
     axes[0].set_yticks(range(len(names)), names, fontsize=7)
-  axes[1].hist(fractions.max(0), bins=np.linspace(0, 1, 21))
-  axes[1].set(xlabel='largest irrep share of a node', ylabel='nodes', title=subtitle)
-  fig.suptitle(title)
-  fig.tight_layout()
+  axes[1].hist(fractions.max(0), bins=np.linspace(0, 1, 21), rwidth=0.9)
+  axes[1].set(xlabel='largest irrep share of a node\'s ‖w_j‖²', ylabel='hidden nodes', xlim=(0, 1))
+  axes[1].set_title('how aligned the nodes are (1: one irrep)', fontsize=10)
+  figures.integer_ticks(axes[1], 'y')
+  axes[1].grid(axis='y', alpha=0.3)
+  suptitle = '\n'.join(t for t in (title, subtitle) if t)
+  if suptitle:
+    fig.suptitle(figures.wrap(suptitle, 110), fontsize=10)
   return figures.save(fig, path, dpi=110)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import matplotlib.ticker
 import numpy as np
 
 from jaxdyn.analysis import li2
@@ -94,24 +95,33 @@ def stage_one_large_width(M: int = 23, c: float = 4.5, widths=(64, 256, 1024, 40
 
 
 def plot_stage_one(res: dict, path: str) -> str:
-  fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-  axes[0].loglog(res['etas'], res['norm_over_eta'], 'o-')
-  axes[0].set(xlabel='η', ylabel='‖G_F‖', title=f'η → 0 and η → ∞ (K={res["widths"][-1]}, '
-                                                f'n={res["n"]})')
-  axes[1].loglog(res['widths'], res['norm_over_width'], 'o-', label='quadratic net at init')
-  axes[1].loglog(res['widths'], res['gaussian_norm_over_width'], 's--', label='Gaussian F̃')
+  """Stage I (`stage_one`'s result): ‖G_F‖ over η and over the width K, and the large-width forms'
+  relative errors against the exact G_F; one legend for the figure, right of the panels."""
+  fig, axes = plt.subplots(1, 3, figsize=(15, 4), layout='constrained')
+  axes[0].loglog(res['etas'], res['norm_over_eta'], 'o-', color='tab:blue')
+  axes[0].set(xlabel='ridge η', ylabel='‖G_F‖',
+              title=f'η → 0 and η → ∞ (quadratic net, K={res["widths"][-1]}, n={res["n"]})')
+  axes[1].loglog(res['widths'], res['norm_over_width'], 'o-', color='tab:blue',
+                 label='‖G_F‖, quadratic net at init')
+  axes[1].loglog(res['widths'], res['gaussian_norm_over_width'], 's--', color='tab:orange',
+                 label='‖G_F‖, Gaussian features F̃')
   axes[1].set(xlabel='width K', ylabel='‖G_F‖', title=f'K → ∞ (η={res["eta_at_width"]:g})')
-  axes[1].legend()
+  axes[1].set_xticks(res['widths'], [f'{w:g}' for w in res['widths']])
+  axes[1].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
   lw = res['large_width']
-  for key, marker, label in (('constant_rho', 'o-', f'xᵢᵀxⱼ = {lw["rho"]}, n={lw["n_rho"]}'),
-                             ('modular', 's--', f'Z{lw["M"]}, n={lw["n_modular"]}')):
+  for key, marker, colors, label in (
+      ('constant_rho', 'o-', ('tab:green', 'tab:olive'), f'xᵢᵀxⱼ = {lw["rho"]}, n={lw["n_rho"]}'),
+      ('modular', 's--', ('tab:red', 'tab:purple'), f'Z{lw["M"]}, n={lw["n_modular"]}')):
     rows = [r for r in lw[key] if r['eta'] == 1.0]
     axes[2].loglog([r['K'] for r in rows], [r['lazy_rel_err'] for r in rows], marker,
-                   label=f'η/(Kc₁+η)², {label}')
-    axes[2].loglog([r['K'] for r in rows], [r['stated_rel_err'] for r in rows], marker, alpha=0.5,
-                   label=f'η/((Kc₁+η)(nc₂+η)), {label}')
-  axes[2].set(xlabel='width K', ylabel='‖G_approx − G_F‖ / ‖G_F‖', title='large-width forms (η = 1)')
-  axes[2].legend(fontsize=6)
+                   color=colors[0], label=f'η/(Kc₁+η)², {label}')
+    axes[2].loglog([r['K'] for r in rows], [r['stated_rel_err'] for r in rows], marker,
+                   color=colors[1], label=f'η/((Kc₁+η)(nc₂+η)), {label}')
+  axes[2].set(xlabel='width K', ylabel='‖G_approx − G_F‖ / ‖G_F‖',
+              title='large-width forms against the exact G_F (η = 1)')
+  for ax in axes:
+    ax.grid(alpha=0.3, which='major')
+  handles, labels = zip(*[hl for ax in axes[1:] for hl in zip(*ax.get_legend_handles_labels())])
+  figures.legend_outside(fig, list(handles), list(labels))
   fig.suptitle(f'Li2 Stage I on Z{res["M"]}, c={res["c"]}')
-  fig.tight_layout()
   return figures.save(fig, path, dpi=110)

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import matplotlib.lines
+import matplotlib.ticker
 import numpy as np
 
 from jaxdyn.core import figures
@@ -235,67 +237,107 @@ def b_curves(dist: TokenDistribution, steps, z_query_TxKxM: np.ndarray, *, lr_z:
 
 # Figures.
 
+def cell_edges(centres) -> np.ndarray:
+  """Edges of cells centred on sorted points (midpoints between neighbours, the ends mirrored), so
+  that a heat-map column sits over the step it was evaluated at."""
+  x = np.asarray(centres, np.float64)
+  if len(x) == 1:
+    return np.array([x[0] - 0.5, x[0] + 0.5])
+  mid = (x[1:] + x[:-1]) / 2
+  return np.concatenate([[2 * x[0] - mid[0]], mid, [2 * x[-1] - mid[-1]]])
+
+
 def plot_composition(steps: np.ndarray, composition_ExKxM: np.ndarray, dist: TokenDistribution,
-                     path: str) -> str:
-  """Fig. 4 (right): c_{n,l} over iterations, a panel per next token: common + its distinct tokens."""
+                     path: str, title: str = '') -> str:
+  """Fig. 4 (right): c_{n,l} over iterations, a panel per next token (the first four): its common
+  tokens below the white line, its distinct tokens above (p(l|n) rising upwards); one colour scale."""
   num_panels = min(dist.num_next, 4)
-  fig, axes = plt.subplots(1, num_panels, figsize=(4.5 * num_panels, 3.5), squeeze=False)
-  for n, ax in enumerate(axes[0]):
-    columns = np.concatenate([np.arange(dist.num_common), dist.distinct_tokens()[n]])
-    image = ax.imshow(composition_ExKxM[:, n, columns].T, aspect='auto', origin='lower',
-                      cmap='viridis', extent=(steps[0], steps[-1], -0.5, len(columns) - 0.5))
-    ax.axhline(dist.num_common - 0.5, color='w', lw=0.8)
-    ax.set_title(f'next token {n}: c_n,l (common below line, distinct by p above)', fontsize=8)
-    ax.set_xlabel('iteration')
-    fig.colorbar(image, ax=ax)
-  axes[0][0].set_ylabel('context token')
-  fig.tight_layout()
+  columns = [np.concatenate([np.arange(dist.num_common), dist.distinct_tokens()[n]])
+             for n in range(num_panels)]
+  images = [composition_ExKxM[:, n, cols].T for n, cols in enumerate(columns)]
+  vmin, vmax = min(i.min() for i in images), max(i.max() for i in images)
+  fig, axes = plt.subplots(1, num_panels, figsize=(3.4 * num_panels + 1.6, 3.9), squeeze=False,
+                           layout='constrained')
+  for n, (ax, cols, image) in enumerate(zip(axes[0], columns, images)):
+    mesh = ax.pcolormesh(cell_edges(steps), np.arange(len(cols) + 1) - 0.5, image, cmap='viridis',
+                         vmin=vmin, vmax=vmax)
+    ax.axhline(dist.num_common - 0.5, color='w', lw=1.0)
+    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda row, _, cols=cols: f'{cols[int(row)]}' if 0 <= row < len(cols) else ''))
+    if len(steps) <= 7:
+      ax.set_xticks(steps)
+    else:
+      ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.set_title(f'next token n = {n}', fontsize=10)
+    ax.set_xlabel('step')
+  axes[0][0].set_ylabel('context token l (id)\nbelow the line: common; above: distinct to n',
+                        fontsize=8)
+  fig.colorbar(mesh, ax=axes[0].tolist(), label=r'$c_{n,l}$ (attention on l)', shrink=0.9)
+  shown = '' if dist.num_next <= num_panels else f', first {num_panels} of K={dist.num_next}'
+  fig.suptitle(r'Fig. 4: composition $c_{n,l} \propto p(l|n)\,e^{Z[\psi(n),l]}$ over training'
+               + shown + (f'\n{title}' if title else ''), fontsize=10)
   return figures.save(fig, path)
 
 
 def plot_entropy_vs_lr(panels: dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]],
-                       path: str) -> str:
+                       path: str, title: str = '') -> str:
   """Fig. 6: final distinct-token entropy against η_Z with standard-error bars, a panel per title
-  ({title: {line label: (η_Z, mean, sem)}})."""
-  fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
-  for ax, (title, lines) in zip(axes[0], panels.items()):
+  ({title: {line label: (η_Z, mean, sem)}}); one legend beside the panels."""
+  fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels) + 1.6, 3.6), squeeze=False,
+                           layout='constrained')
+  for ax, (panel, lines) in zip(axes[0], panels.items()):
     for label, (lr_z, mean, sem) in lines.items():
-      ax.errorbar(lr_z, mean, sem, fmt='o-', capsize=2, label=label)
-    ax.set_title(title)
-    ax.set_xlabel('η_Z')
-  axes[0][0].set_ylabel('distinct-token attention entropy')
-  axes[0][0].legend(fontsize=7)
-  fig.tight_layout()
+      ax.errorbar(lr_z, mean, sem, fmt='o-', ms=4, capsize=2, label=label)
+    ax.set_xticks(sorted({float(z) for lr_z, _, _ in lines.values() for z in lr_z}))
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter('%g'))
+    ax.set_title(panel, fontsize=10)
+    ax.set_xlabel('η_Z (learning rate of Z)')
+    ax.grid(alpha=0.3)
+  axes[0][0].set_ylabel('distinct-token attention entropy\nafter training (nats)')
+  handles, labels = axes[0][0].get_legend_handles_labels()
+  fig.legend(handles, labels, loc='outside right upper', fontsize=8)
+  fig.suptitle(title or 'Fig. 6: entropy of the attention on distinct tokens against η_Z '
+               '(mean ± s.e.m. over seeds)', fontsize=10)
   return figures.save(fig, path)
 
 
 def plot_b_curves(steps: np.ndarray, curves: dict[tuple[float, float], dict[str, np.ndarray]],
                   dist: TokenDistribution, path: str) -> str:
   """Theorem 4: measured and predicted B_n(t), log-log, a panel per η_Z and a colour per η_Y/η_Z
-  (`curves[(η_Z, η_Y/η_Z)]` as `b_curves` returns them), t0 marked by a vertical line."""
+  (`curves[(η_Z, η_Y/η_Z)]` as `b_curves` returns them), t0 marked by a thin vertical line; one
+  legend beside the panels (colours: η_Y/η_Z; line styles: what is drawn). Values below 1e-4
+  (B_n = 0 at the first steps) are drawn at 1e-4."""
   lr_zs = sorted({k[0] for k in curves})
   ratios = sorted({k[1] for k in curves})
-  fig, axes = plt.subplots(1, len(lr_zs), figsize=(5 * len(lr_zs), 4), squeeze=False, sharey=True)
+  fig, axes = plt.subplots(1, len(lr_zs), figsize=(4.6 * len(lr_zs) + 2.6, 4.2), squeeze=False,
+                           sharey=True, layout='constrained')
   colors = plt.cm.viridis(np.linspace(0, 0.85, len(ratios)))
+  styles = (('distinct', '-', 1.8, 'measured: distinct tokens'),
+            ('definition', '-.', 1.0, r'measured: $(\eta_Z/K)\sum\xi_n$'),
+            ('common', ':', 1.2, 'measured: common token ÷ K'),
+            ('predicted', '--', 1.2, r'Theorem 4 (with $\eta_Z/K$)'))
   for ax, lr_z in zip(axes[0], lr_zs):
     for color, ratio in zip(colors, ratios):
       curve = {name: np.maximum(c[1:], 1e-4) for name, c in curves[(lr_z, ratio)].items()}
-      ax.plot(steps[1:], curve['distinct'], '-', color=color, lw=1.8,
-              label=f'η_Y={lr_z * ratio:g} measured (distinct)')
-      ax.plot(steps[1:], curve['definition'], '-.', color=color, lw=1.0,
-              label='measured (η_Z/K Σ ξ_n)')
-      ax.plot(steps[1:], curve['common'], ':', color=color, lw=1.2, label='measured (common ÷ K)')
-      ax.plot(steps[1:], curve['predicted'], '--', color=color, lw=1.2, label='Theorem 4 (η_Z/K)')
+      for name, style, lw, _ in styles:
+        if name in curve:
+          ax.plot(steps[1:], curve[name], style, color=color, lw=lw)
       ax.axvline(transition_times(dist.num_tokens, dist.num_next, lr_z * ratio)[1],
                  color=color, lw=0.6, alpha=0.6)
     ax.set_xscale('log')
     ax.set_yscale('log')
-    ax.set_title(f'η_Z = {lr_z:g}  (vertical: t0 = 2K ln M / η_Y)', fontsize=9)
+    ax.set_title(f'η_Z = {lr_z:g}', fontsize=10)
     ax.set_xlabel('step t')
     ax.grid(alpha=0.3)
-  axes[0][0].set_ylabel('B_n(t)')
-  axes[0][0].legend(fontsize=6)
+  axes[0][0].set_ylabel('B_n(t), mean over n')
+  line = matplotlib.lines.Line2D
+  handles = ([line([], [], color=c, lw=1.8, label=f'η_Y/η_Z = {r:g}')
+              for c, r in zip(colors, ratios)]
+             + [line([], [], ls=style, lw=lw, color='0.3', label=label)
+                for _, style, lw, label in styles]
+             + [line([], [], color='0.3', lw=0.6, label='t0 = 2K ln M / η_Y')])
+  fig.legend(handles=handles, loc='outside right upper', fontsize=8)
   fig.suptitle(f'Scan & Snap Theorem 4: M={dist.num_tokens}, K={dist.num_next}, one common token, '
-               'zero init, plain SGD')
-  fig.tight_layout()
+               'zero init, plain SGD', fontsize=10)
   return figures.save(fig, path)

@@ -111,6 +111,22 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
                       get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
 
 
+def invariant_curves(history) -> tuple[dict, dict, dict]:
+  """(history, panels, ylabels) for `figures.plot_curves` of invariant_nc.png: a panel per attention
+  kind; its metrics renamed `<kind>/<what is correlated>` so that the legend names them."""
+  curves, panels = {'step': history['step']}, {}
+  for kind in model_lib.KINDS:
+    names = [(f'eval/nc_{kind}', 'z vs ẑ'), (f'eval/nc_squared_term_{kind}', 'z vs ‖v‖² term')]
+    if kind == 'softmax':
+      names.append(('eval/nc_norm_term_softmax', 'z vs ‖W‖² term (softmax)'))
+    if kind == 'linear':
+      names.append(('eval/nc_linear_squares', 'z² vs z(0)² + Δ‖v‖² (linear)'))
+    panel = f'{kind} attention'
+    panels[panel] = tuple(f'{kind}/{label}' for _, label in names)
+    curves.update({f'{kind}/{label}': history[name] for name, label in names})
+  return curves, panels, {panel: 'normalised correlation NC' for panel in panels}
+
+
 def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """Runs Fig. 4's dynamics; writes summary.json (`joma.contextual_summary`) and, in figures/,
   invariant_nc.png and salience_entropy.png. Returns the summary."""
@@ -120,14 +136,14 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> di
   entropy = np.asarray(entropy)
   summary = joma.contextual_summary(result.history, entropy)
   results.write_json(os.path.join(result.workdir, 'summary.json'), summary)
-  panels = {kind: (f'eval/nc_{kind}', f'eval/nc_squared_term_{kind}') for kind in model_lib.KINDS}
-  panels['softmax'] += ('eval/nc_norm_term_softmax',)
-  panels['linear'] += ('eval/nc_linear_squares',)
-  figures.plot_curves(result.history, result.members, panels=panels,
+  curves, panels, ylabels = invariant_curves(result.history)
+  figures.plot_curves(curves, result.members, panels=panels, ylabels=ylabels,
                       path=os.path.join(result.workdir, 'figures', 'invariant_nc.png'),
-                      title='JoMA Theorem 1: NC(z, ẑ) (dashed) and NC(z, each term)')
+                      title='JoMA Theorem 1: the logits z against the invariant\'s prediction ẑ '
+                            'and against each of its terms alone')
   figures.plot_curves({'step': np.arange(len(entropy)), 'entropy': entropy[:, None]}, [{}],
-                      panels={'entropy of softmax(w²/T)': ('entropy',)},
+                      panels={'Fig. 4 salience dynamics': ('entropy',)},
+                      ylabels={'Fig. 4 salience dynamics': 'entropy of softmax(w²/T) (nats)'},
                       path=os.path.join(result.workdir, 'figures', 'salience_entropy.png'),
                       title='JoMA Fig. 4: attention entropy falls, then rises')
   return summary

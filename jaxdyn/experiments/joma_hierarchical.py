@@ -156,12 +156,18 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
 def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
   """figures/ncorr.png: NCorr s = 0, 1 against their permuted-latent controls, and the loss."""
   d = config.data
-  figures.plot_curves(result.history, result.members,
-                      panels={'NCorr s=0 (dashed: permuted-latent control)':
-                              ('eval/control_s0', 'eval/ncorr_s0'),
-                              'NCorr s=1 (dashed: permuted-latent control)':
-                              ('eval/control_s1', 'eval/ncorr_s1'),
-                              'loss': ('eval/loss',)},
+  h = result.history
+  curves = {'step': h['step'], 'loss': h['eval/loss']}
+  panels = {}
+  for s in (0, 1):
+    curves[f's{s}/permuted-latent control'] = h[f'eval/control_s{s}']
+    curves[f's{s}/NCorr'] = h[f'eval/ncorr_s{s}']
+    panels[f'latent layer s={s}'] = (f's{s}/permuted-latent control', f's{s}/NCorr')
+  panels['loss on the C class sequences'] = ('loss',)
+  figures.plot_curves(curves, result.members, panels=panels,
+                      ylabels={'latent layer s=0': 'NCorr (best-match NC)',
+                               'latent layer s=1': 'NCorr (best-match NC)',
+                               'loss on the C class sequences': 'cross-entropy (nats)'},
                       path=os.path.join(result.workdir, 'figures', 'ncorr.png'),
                       title=f'JoMA Table 1: C={d.num_classes}, N_ch={d.num_children}, '
                             f'(N0, N1)=({d.n0}, {d.n1}), d={config.model.d_model}')

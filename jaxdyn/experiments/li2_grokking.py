@@ -171,10 +171,12 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> li
                                        'loss': ('eval/train_loss', 'eval/test_loss')},
                                path=os.path.join(fig_dir, 'curves.png'), title=title,
                                log_y=('loss',))]
-  shown = int(np.argmax(np.asarray(result.final('eval/test_accuracy'))))
+  shown = int(np.nanargmax(np.asarray(result.final('eval/test_accuracy'))))   # diverged: NaN
   paths.append(li2.plot_irrep_alignment(
       result.params['W'][shown], group, os.path.join(fig_dir, 'irrep_alignment.png'), title=title,
-      subtitle=f'alignment, best test acc. ({result.members[shown]})'))
+      subtitle=(f'member with the best final test accuracy '
+                f'({float(result.final("eval/test_accuracy")[shown]):.2f}): '
+                f'{figures.member_label(result.members[shown], ", ")}')))
   return paths
 
 

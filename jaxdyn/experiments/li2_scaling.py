@@ -123,19 +123,22 @@ def trajectories(workdir: str, key: str = 'eval/test_accuracy') -> dict[tuple, t
 
 def plot_boundary_curves(rows: list[dict], path: str, *, by: str = 'lr', title: str = '') -> str:
   """Final test accuracy over c, one line per value of `by` (seed mean, with every seed as dots)."""
-  fig, ax = plt.subplots(figsize=(6.5, 4.2))
-  for i, v in enumerate(sorted({r[by] for r in rows})):
+  fig, ax = plt.subplots(figsize=(6.5, 4.2), layout='constrained')
+  values = sorted({r[by] for r in rows})
+  for i, v in enumerate(values):
     mine = [r for r in rows if r[by] == v]
     mean = seed_means(mine, 'test_accuracy', ('c',))
     cs = [k[0] for k in mean]
-    line, = ax.plot(cs, list(mean.values()), 'o-', label=f'{by} = {v:g}')
-    jitter = 0.012 * (i - 1.5)
+    line, = ax.plot(cs, list(mean.values()), 'o-', label=f'{by} = {v:g} (seed mean)')
+    jitter = 0.012 * (i - (len(values) - 1) / 2)
     ax.plot([r['c'] + jitter for r in mine], [r['test_accuracy'] for r in mine], '.',
             color=line.get_color(), alpha=0.5)
-  ax.axhline(0.5, color='gray', lw=0.5)
-  ax.set(xlabel=C_AXIS, ylabel='final test accuracy', title=title)
-  ax.legend(fontsize=8)
-  fig.tight_layout()
+  ax.plot([], [], '.', color='0.4', label='one seed')
+  ax.axhline(0.5, color='gray', lw=0.8, ls=':', label='0.5: the transition level')
+  ax.set(xlabel=C_AXIS, ylabel='final test accuracy', ylim=(-0.03, 1.03))
+  ax.set_title(figures.wrap(title, 60), fontsize=10)
+  ax.grid(alpha=0.3)
+  figures.legend_outside(fig, *ax.get_legend_handles_labels())
   return figures.save(fig, path)
 
 
@@ -145,37 +148,40 @@ def plot_trajectories(traj: dict[tuple, tuple], c: float, path: str, title: str 
   lrs = sorted({k[0] for k in traj if k[1] == c})
   cols = min(4, len(seeds))
   rows = -(-len(seeds) // cols)
-  fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.6 * rows), squeeze=False, sharey=True)
+  fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols + 1.5, 2.6 * rows + 0.4), squeeze=False,
+                           sharey=True, layout='constrained')
   for ax, seed in zip(axes.flat, seeds):
     for lr in lrs:
       steps, values = traj[(lr, c, seed)]
       ax.plot(steps, values, label=f'lr {lr:g}')
     ax.set(title=f'seed {seed}', xlabel='step', ylim=(0, 1.02))
-  axes[0, 0].set_ylabel('test accuracy')
-  axes[0, 0].legend(fontsize=7)
+    ax.grid(alpha=0.3)
+  for ax in axes[:, 0]:
+    ax.set_ylabel('test accuracy')
+  figures.legend_outside(fig, *axes[0, 0].get_legend_handles_labels())
   for ax in list(axes.flat)[len(seeds):]:
     ax.axis('off')
-  fig.suptitle(title or f'c = {c:g}')
-  fig.tight_layout()
+  fig.suptitle(figures.wrap(title or f'c = {c:g}', 40 * cols + 20), fontsize=10)
   return figures.save(fig, path, dpi=110)
 
 
 def plot_heatmap(table: dict[tuple, float], path: str, *, row_name: str, col_name: str,
                  title: str) -> str:
-  """A (row, col) → value table as an annotated heat-map."""
+  """A (row, col) → value table as an annotated heat-map (values in [0, 1], a labelled colourbar)."""
   rows = sorted({k[0] for k in table})
   cols = sorted({k[1] for k in table})
   grid = np.array([[table.get((r, c), np.nan) for c in cols] for r in rows])
-  fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 2, 0.7 * len(rows) + 1.5))
-  ax.imshow(grid, cmap='viridis', vmin=0, vmax=1, aspect='auto')
+  fig, ax = plt.subplots(figsize=(1.3 * len(cols) + 3, 0.7 * len(rows) + 1.8), layout='constrained')
+  image = ax.imshow(grid, cmap='viridis', vmin=0, vmax=1, aspect='auto')
+  fig.colorbar(image, ax=ax, label=title.split(',')[0] if title else 'value', fraction=0.08)
   for i in range(len(rows)):
     for j in range(len(cols)):
       ax.text(j, i, f'{grid[i, j]:.2f}', ha='center', va='center',
               color='w' if grid[i, j] < 0.6 else 'k', fontsize=9)
   ax.set_xticks(range(len(cols)), [f'{c:g}' for c in cols])
   ax.set_yticks(range(len(rows)), [f'{r:g}' for r in rows])
-  ax.set(xlabel=col_name, ylabel=row_name, title=title)
-  fig.tight_layout()
+  ax.set(xlabel=col_name, ylabel=row_name)
+  ax.set_title(figures.wrap(title, 12 * len(cols) + 25), fontsize=10)
   return figures.save(fig, path)
 
 

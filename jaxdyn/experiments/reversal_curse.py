@@ -23,6 +23,8 @@ import os
 
 import jax
 import jax.numpy as jnp
+import matplotlib.lines
+import matplotlib.ticker
 import ml_collections
 import numpy as np
 
@@ -192,14 +194,17 @@ PANELS = {  # task → (title, [(metric, label)]) for the NLL and probability ro
 }
 
 
-def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> str:
-  """figures/curves.png: per task, NLL and p(correct) against step (mean over seeds, seeds thin),
-  with chance over the vocabulary (ln V, 1/V) dashed and over the answer's token group dotted."""
+def curves_figure(result: trainer.TrainResult, config: ml_collections.ConfigDict):
+  """The figure of figures/curves.png (`write_figures`), not saved: per task, NLL and p(correct)
+  against step (mean over seeds thick, each seed thin), with chance over the vocabulary (ln V, 1/V)
+  dashed and over the answer's token group dotted; one legend below the panels."""
   history, steps = result.history, result.history['step']
   vocab = data_lib.NUM_RESERVED + config.data.num_entities
   task_of = np.asarray([m['task'] for m in result.members])
   tasks = [t for t in TASKS if t in config.tasks]
-  fig, axes = plt.subplots(2, len(tasks), figsize=(5.5 * len(tasks), 7), squeeze=False)
+  fig, axes = plt.subplots(2, len(tasks), figsize=(5.2 * len(tasks), 7.2), squeeze=False,
+                           layout='constrained')
+  entries, references = {}, {}   # legend label -> handle: the curves, then the chance lines
   for col, name in enumerate(tasks):
     title, curves = PANELS[name]
     members = task_of == TASKS.index(name)
@@ -210,19 +215,34 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
         mean = results.curves_over_seeds(history, result.members, metric_name,
                                          by=['task'])[(TASKS.index(name),)]['mean']
         ax.plot(steps, history[metric_name][:, members], color=color, lw=0.5, alpha=0.4)
-        ax.plot(steps, mean, color=color, lw=1.8, label=label)
-      ax.axhline(chance, color='k', ls='--', lw=1, label=f'chance ({"ln V" if row == 0 else "1/V"})')
+        entries.setdefault(label, ax.plot(steps, mean, color=color, lw=1.8)[0])
+      references.setdefault('chance over the vocabulary (ln V, 1/V)',
+                            ax.axhline(chance, color='k', ls='--', lw=1))
       in_group = np.log(config.data.num_pairs) if row == 0 else 1 / config.data.num_pairs
-      ax.axhline(in_group, color='k', ls=':', lw=1, label='uniform over the answer token group')
-      ax.set_yscale('log' if stat == 'prob' else 'linear')
-      ax.set_title(f'{title}: {"NLL of the last token" if row == 0 else "p(correct token)"}')
+      references.setdefault('uniform over the answer token group',
+                            ax.axhline(in_group, color='k', ls=':', lw=1))
+      if stat == 'prob':
+        figures.set_log_y(ax)
+      ax.set_title(f'{title}: {"NLL of the last token" if row == 0 else "p(correct token)"}',
+                   fontsize=10)
       ax.set_xlabel('step')
+      ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+      ax.set_ylabel('NLL (nats)' if row == 0 else 'p(correct token)')
       ax.grid(alpha=0.3)
-      ax.legend(fontsize=7)
+  entries |= references
+  entries['one seed (thin); mean over seeds (thick)'] = matplotlib.lines.Line2D(
+      [], [], color='0.5', lw=0.5)
+  fig.legend(list(entries.values()), list(entries), loc='outside lower center', ncols=3,
+             fontsize=8)
   fig.suptitle(f'GPT {config.model.num_layers}L d={config.model.d_model}, V={vocab}, '
-               f'{config.opt.name} lr={config.opt.lr}, {config.num_seeds} seeds')
-  fig.tight_layout()
-  return figures.save(fig, os.path.join(result.workdir, 'figures', 'curves.png'))
+               f'{config.opt.name} lr={config.opt.lr:g}, {config.num_seeds} seeds', fontsize=10)
+  return fig
+
+
+def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> str:
+  """Writes figures/curves.png (`curves_figure`) and returns its path."""
+  return figures.save(curves_figure(result, config),
+                      os.path.join(result.workdir, 'figures', 'curves.png'))
 
 
 EXPERIMENT = experiment.Experiment(name='reversal_curse', schema=default_config, variants=VARIANTS,

@@ -174,12 +174,16 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> No
   title = (f'Scan & Snap: M={dist.num_tokens}, L={config.data.seq_len}, '
            f'{"zero" if config.model.zero_init else "default"} init')
   fig_dir = os.path.join(result.workdir, 'figures')
+  loss = 'loss on the evaluation batch'
+  entropy = 'distinct-token attention entropy (Fig. 6)'
   figures.plot_curves(result.history, result.members,
-                      panels={'loss': ('eval/loss',), 'distinct-token entropy': (ENTROPY,)},
-                      path=os.path.join(fig_dir, 'curves.png'), title=title, log_y=('loss',))
+                      panels={loss: ('eval/loss',), entropy: (ENTROPY,)},
+                      ylabels={loss: 'cross-entropy (nats)', entropy: 'entropy (nats)'},
+                      path=os.path.join(fig_dir, 'curves.png'), title=title, log_y=(loss,))
   if 'eval/composition' in result.history:
     theory.plot_composition(result.history['step'], result.history['eval/composition'][:, 0],
-                            dist, os.path.join(fig_dir, 'composition.png'))
+                            dist, os.path.join(fig_dir, 'composition.png'),
+                            title=f'{title}; member {figures.member_label(result.members[0])}')
 
 
 EXPERIMENT = experiment.Experiment(name='scan_snap', schema=default_config, variants=VARIANTS,

@@ -201,12 +201,17 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> di
            f'd={config.model.d_model}, {config.model.num_heads} head(s), {config.opt.name})')
   figures.plot_curves(result.history, result.members,
                       panels={'held-out next-word loss': ('eval/loss',),
-                              'mean attention entropy (nats)': ('eval/attn_entropy',),
-                              'entropy / ln(t+1)': ('eval/attn_normalised_entropy',)},
+                              'mean attention entropy': ('eval/attn_entropy',),
+                              'attention entropy / ln(t+1)': ('eval/attn_normalised_entropy',)},
+                      ylabels={'held-out next-word loss': 'cross-entropy (nats)',
+                               'mean attention entropy': 'entropy (nats)',
+                               'attention entropy / ln(t+1)': 'normalised entropy (1 = uniform)'},
                       path=os.path.join(fig_dir, 'curves.png'), title=title)
   attention_entropy.plot_attention_maps(result.history['step'],
                                         result.history['eval/attn_map'][:, 0, 0],  # E × T × T
-                                        os.path.join(fig_dir, 'attention_maps.png'))
+                                        os.path.join(fig_dir, 'attention_maps.png'),
+                                        title='attention of head 0 on held-out window 0, member 0 '
+                                        f'({figures.member_label(result.members[0])})')
   return summary
 
 

@@ -1,0 +1,119 @@
+"""Tests of jaxdyn/core/figures.py: member labels, axis rules, and the figures' one outside legend."""
+
+import os
+
+from absl.testing import absltest
+import matplotlib.ticker
+import numpy as np
+
+from jaxdyn.core import figures
+from jaxdyn.core.figures import plt
+
+
+class MemberLabelTest(absltest.TestCase):
+
+  def test_member_label_formats_floats_short(self):
+    self.assertEqual(figures.member_label({'lr': 0.01, 'wd': 1e-4, 'seed': np.int32(0)}),
+                     'lr=0.01 wd=0.0001 seed=0')
+    self.assertEqual(figures.member_label({'c': 2.0, 'lr': 0.0123456}), 'c=2 lr=0.0123')
+
+  def test_member_labels_keep_only_what_varies(self):
+    members = [{'c': c, 'lr': 0.01, 'wd': 1e-4, 'seed': s} for c in (2.0, 4.0) for s in (0, 1)]
+    common, labels = figures.member_labels(members)
+    self.assertEqual(common, 'lr=0.01, wd=0.0001')
+    self.assertEqual(labels, ['c=2 seed=0', 'c=2 seed=1', 'c=4 seed=0', 'c=4 seed=1'])
+
+  def test_one_member_shares_everything(self):
+    self.assertEqual(figures.member_labels([{'lr': 0.01, 'seed': 0}]), ('lr=0.01, seed=0', ['']))
+
+
+class AxisRulesTest(absltest.TestCase):
+
+  def test_symlog_only_beyond_two_decades(self):
+    self.assertFalse(figures.use_symlog_steps(np.arange(0, 45, 5)))
+    self.assertFalse(figures.use_symlog_steps(np.arange(0, 1001, 10)))
+    self.assertTrue(figures.use_symlog_steps(np.arange(0, 10_001, 10)))
+    self.assertFalse(figures.use_symlog_steps([0]))
+
+  def test_narrow_log_axis_has_plain_tick_labels(self):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [410, 460])
+    figures.set_log_y(ax)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    plt.close(fig)
+    self.assertNotEmpty(labels)
+    self.assertTrue(all('10' not in s or s.isdigit() for s in labels), labels)
+    self.assertTrue(all(float(s) == float(s) for s in labels))
+
+  def test_integer_ticks(self):
+    fig, ax = plt.subplots()
+    ax.bar([1, 2, 3], [1, 2, 3])
+    figures.integer_ticks(ax, 'both')
+    ticks = np.concatenate([ax.get_xticks(), ax.get_yticks()])
+    plt.close(fig)
+    np.testing.assert_array_equal(ticks, np.round(ticks))
+
+
+class PlotCurvesTest(absltest.TestCase):
+
+  def _history(self, steps):
+    rng = np.random.default_rng(0)
+    return {'step': steps, **{f'eval/{n}': rng.uniform(0.1, 1, (len(steps), 4))
+                              for n in ('train_accuracy', 'test_accuracy', 'train_loss', 'test_loss')}}
+
+  def test_one_legend_outside_the_panels_and_linear_steps(self):
+    members = [{'lr': lr, 'wd': 1e-4, 'seed': s} for lr in (0.01, 0.1) for s in (0, 1)]
+    captured = {}
+    save = figures.save
+
+    def capture(fig, path, dpi=figures.DPI):
+      captured['fig'] = fig
+      fig.canvas.draw()
+      captured['legends'] = list(fig.legends)
+      captured['axes'] = [(ax.get_xscale(), ax.get_ylabel(), ax.get_legend(), ax.get_window_extent())
+                          for ax in fig.axes]
+      captured['legend_box'] = fig.legends[0].get_window_extent() if fig.legends else None
+      return save(fig, path, dpi)
+
+    figures.save = capture
+    try:
+      path = figures.plot_curves(
+          self._history(np.arange(0, 45, 5)), members,
+          panels={'accuracy': ('eval/train_accuracy', 'eval/test_accuracy'),
+                  'loss': ('eval/train_loss', 'eval/test_loss')},
+          path=os.path.join(self.create_tempdir().full_path, 'figures', 'curves.png'),
+          title='t', log_y=('loss',))
+    finally:
+      figures.save = save
+    self.assertTrue(os.path.exists(path))
+    self.assertLen(captured['legends'], 1)
+    texts = [t.get_text() for t in captured['legends'][0].get_texts()]
+    self.assertEqual(texts, ['lr=0.01 seed=0', 'lr=0.01 seed=1', 'lr=0.1 seed=0', 'lr=0.1 seed=1',
+                             'train', 'test'])
+    for xscale, ylabel, legend, box in captured['axes']:
+      self.assertEqual(xscale, 'linear')
+      self.assertIsNone(legend)
+      self.assertFalse(box.overlaps(captured['legend_box']))
+    self.assertEqual([a[1] for a in captured['axes']], ['accuracy', 'loss'])
+
+  def test_long_runs_get_symlog_steps(self):
+    steps = np.arange(0, 10_001, 100)
+    path = figures.plot_curves(self._history(steps), [{'seed': 0}] * 4,
+                               panels={'loss': ('eval/train_loss',)},
+                               path=os.path.join(self.create_tempdir().full_path, 'c.png'))
+    self.assertTrue(os.path.exists(path))
+
+
+class PlotLinesTest(absltest.TestCase):
+
+  def test_writes_and_labels(self):
+    x = np.arange(1, 6) * 100
+    path = figures.plot_lines({'perplexity': {'a': (x, x * 1.0), 'b': (x, x * 2.0)}},
+                              path=os.path.join(self.create_tempdir().full_path, 'l.png'),
+                              log_y=('perplexity',), ylabels={'perplexity': 'ppl'})
+    self.assertTrue(os.path.exists(path))
+
+
+if __name__ == '__main__':
+  absltest.main()
