@@ -10,6 +10,7 @@ import numpy as np
 from jaxdyn.analysis import fourier
 from jaxdyn.analysis import semiring as S
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import trainer
 from jaxdyn.experiments import modular_addition
 
 
@@ -67,6 +68,20 @@ class FourierAnalysisTest(parameterized.TestCase):
   def test_paper_variant_tracks_the_monitors(self):
     self.assertTrue(modular_addition.get_config('paper').analysis.fourier)
     self.assertFalse(modular_addition.get_config().analysis.fourier)
+
+
+class GeneralisationSummaryTest(absltest.TestCase):
+
+  def test_memorised_and_generalised_steps_per_member(self):
+    history = {'step': np.array([0, 100, 200, 300]),
+               'eval/train_accuracy': np.array([[0.1, 0.1], [1.0, 0.5], [1.0, 0.9], [1.0, 0.95]]),
+               'eval/test_accuracy': np.array([[0.0, 0.0], [0.1, 0.0], [0.97, 0.1], [1.0, 0.2]])}
+    result = trainer.TrainResult(state=None, history=history, workdir='',
+                                 members=[{'seed': 0}, {'seed': 1}], wall_time_s=0.0)
+    self.assertEqual(modular_addition.generalisation_summary(result), [
+        'seed=0: train accuracy >= 0.99 at step 100; test accuracy >= 0.95 at step 200; '
+        '100 steps between',
+        'seed=1: train accuracy < 0.99 by step 300; test accuracy < 0.95 by step 300'])
 
 
 if __name__ == '__main__':

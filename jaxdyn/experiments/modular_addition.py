@@ -14,11 +14,13 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+from absl import logging
 
 from jaxdyn.analysis import fourier
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
+from jaxdyn.core import results
 from jaxdyn.core import trainer
 from jaxdyn.data import modular as data_lib
 from jaxdyn.models import modular as model_lib
@@ -158,10 +160,37 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
 
 
 def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
-  """curves.png; with `analysis.fourier`, fourier.json and the CoGS figures."""
+  """Logs when each member memorised and generalised; curves.png; with `analysis.fourier`,
+  fourier.json and the CoGS figures."""
+  for line in generalisation_summary(result):
+    logging.info('%s', line)
   write_figures(result, config)
   if config.analysis.fourier:
     write_fourier_analysis(result, config)
+
+
+MEMORISED, GENERALISED = 0.99, 0.95   # train / test accuracy levels of the summary
+
+
+def generalisation_summary(result: trainer.TrainResult) -> list[str]:
+  """One line per member: the first evaluated step with train accuracy >= 0.99 (memorised) and with
+  test accuracy >= 0.95 (generalised), and the delay between them (grokking when it is long)."""
+  if 'eval/test_accuracy' not in result.history:
+    return []
+  memorised = results.first_step_reaching(result.history, 'eval/train_accuracy', MEMORISED)
+  generalised = results.first_step_reaching(result.history, 'eval/test_accuracy', GENERALISED)
+  last = int(result.history['step'][-1])
+  lines = []
+  for m, member in enumerate(result.members):
+    name = figures.member_label(member)
+    said = [f'train accuracy >= {MEMORISED} at step {memorised[m]:.0f}'
+            if np.isfinite(memorised[m]) else f'train accuracy < {MEMORISED} by step {last}',
+            f'test accuracy >= {GENERALISED} at step {generalised[m]:.0f}'
+            if np.isfinite(generalised[m]) else f'test accuracy < {GENERALISED} by step {last}']
+    if np.isfinite(memorised[m]) and np.isfinite(generalised[m]):
+      said.append(f'{generalised[m] - memorised[m]:.0f} steps between')
+    lines.append(f'{name}: ' + '; '.join(said))
+  return lines
 
 
 def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
@@ -206,16 +235,22 @@ def write_fourier_analysis(result: trainer.TrainResult, config: ml_collections.C
     json.dump({'modulus': config.data.modulus, 'hidden': config.model.hidden,
                'step': int(result.history['step'][-1]), 'members': members}, f, indent=1)
   fig_dir = os.path.join(result.workdir, 'figures')
+  first = figures.member_label(result.members[0], ', ')
+  setting = f'{config.data.operation} mod {config.data.modulus}, q={config.model.hidden}'
   Z_a = fourier.scaled_dft(np.asarray(member_params[0]['W_a'], np.float64))
   strongest = np.argsort(-np.abs(Z_a).max(axis=0))[:16]
   fourier.plot_node_spectra(Z_a, os.path.join(fig_dir, 'node_spectra.png'),
-                            nodes=strongest[np.argsort(fourier.peak_frequency(Z_a)[strongest])])
+                            nodes=strongest[np.argsort(fourier.peak_frequency(Z_a)[strongest])],
+                            title=f'{setting}: Fourier spectra of the {len(strongest)} strongest '
+                                  f'hidden nodes j (first member: {first})')
   # plot_order_histogram skips the k = 0 slot of its input: prepend one.
   fourier.plot_order_histogram([0] + [o for m in members for o in m['orders']],
-                               os.path.join(fig_dir, 'solution_orders.png'))
+                               os.path.join(fig_dir, 'solution_orders.png'),
+                               title=f'{setting}: solution orders, all {len(members)} members')
   fourier.plot_r_terms(result.history['step'], result.history['eval/r/diag'][:, 0],
                        result.history['eval/r/offdiag'][:, 0], config.data.modulus,
-                       os.path.join(fig_dir, 'r_terms.png'))
+                       os.path.join(fig_dir, 'r_terms.png'),
+                       title=f'{setting}: r-monitors of the first member ({first})')
   return members
 
 
