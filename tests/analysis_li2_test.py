@@ -12,20 +12,7 @@ import scipy.linalg
 from jaxdyn.analysis import groups as G
 from jaxdyn.analysis import li2
 from jaxdyn.data import groups as D
-
-
-class X64TestCase(parameterized.TestCase):
-  """Float64 inside each test only: a global flag would leak into other modules' tests."""
-
-  def setUp(self):
-    super().setUp()
-    self.enter_context(jax.enable_x64(True))
-
-
-def features_and_targets(n=12, K=16, M=5, seed=0):
-  kf, ky = jax.random.split(jax.random.key(seed))
-  labels = jax.random.randint(ky, (n,), 0, M)
-  return jax.random.normal(kf, (n, K)), jax.nn.one_hot(labels, M) - 1 / M
+from models_li2_test import X64TestCase, features_and_targets
 
 
 class StageOneTest(X64TestCase):
