@@ -80,6 +80,33 @@ class DecoderTest(parameterized.TestCase):
     self.assertEqual(int(cache.length), 7)
     self.assertEqual(int(cache.position), 7)
 
+  def test_cache_layout_in_slot_order_equals_the_plain_cache(self):
+    """A layout that writes slot after slot, positions = slots, causal mask: the same logits."""
+    config = tiny_config(num_layers=2, positions='rope', num_kv_heads=2)
+    tokens = random_tokens()
+    model = transformer.Decoder(config)
+    params = init(config, tokens)
+    full_logits = model.apply(params, tokens)
+    cache = transformer.init_cache(config, batch_size=2, max_len=8)
+    slots = jnp.arange(8)
+    pieces = []
+    for start, stop in ((0, 3), (3, 4), (4, 7)):
+      layout = transformer.CacheLayout(
+          write_slots_T=jnp.arange(start, stop), query_positions_T=jnp.arange(start, stop),
+          key_positions_S=slots, mask_TxS=slots[None, :] <= jnp.arange(start, stop)[:, None])
+      logits, cache = model.apply(params, tokens[:, start:stop], cache, layout)
+      pieces.append(logits)
+    np.testing.assert_allclose(jnp.concatenate(pieces, axis=1), full_logits, atol=1e-5, rtol=1e-5)
+    self.assertEqual(int(cache.position), 7)
+
+  def test_cache_layout_needs_a_cache(self):
+    config = tiny_config(positions='rope')
+    tokens = random_tokens()
+    layout = transformer.CacheLayout(jnp.arange(7), jnp.arange(7), jnp.arange(7),
+                                     jnp.ones((7, 7), bool))
+    with self.assertRaisesRegex(ValueError, 'CacheLayout needs a KVCache'):
+      transformer.Decoder(config).apply(init(config, tokens), tokens, None, layout)
+
   def test_kv_cache_is_read(self):
     """Decoding a token after a different prefix changes its logits."""
     config = tiny_config(positions='rope')

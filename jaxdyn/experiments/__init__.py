@@ -6,7 +6,8 @@ import importlib
 from types import ModuleType
 
 EXPERIMENTS = ('modular_addition', 'li2_grokking', 'scan_snap', 'joma_contextual', 'joma_hierarchical',
-               'reversal_curse', 'galore_pretrain', 'scan_snap_text', 'shortest_path')
+               'reversal_curse', 'galore_pretrain', 'scan_snap_text', 'shortest_path',
+               'attention_sinks')
 
 
 def get(name: str) -> ModuleType:

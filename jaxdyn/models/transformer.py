@@ -137,6 +137,20 @@ class KVCache(NamedTuple):
   position: jax.Array  # int32 scalar
 
 
+class CacheLayout(NamedTuple):
+  """Where a step's T new tokens go in a cache of S slots and what each query sees.
+
+  For caches whose slots are not filled in order (the sink + window ring buffer of
+  `models/streaming.py`). With a layout the keys are always cached before RoPE and every slot's key
+  is rotated at each step with `key_positions_S` (StreamingLLM position rolling); `KVCache.length`
+  and `position` only count the tokens seen.
+  """
+  write_slots_T: jax.Array  # int32 (T,): the slot each new token's key and value are written to
+  query_positions_T: jax.Array  # int32 (T,): positions of the new tokens (RoPE / learned table)
+  key_positions_S: jax.Array  # int32 (S,): the position each slot's key is rotated with
+  mask_TxS: jax.Array  # bool (T, S): the slots each new token attends to (itself included)
+
+
 def init_cache(config: DecoderConfig, batch_size: int, max_len: int | None = None) -> KVCache:
   """An empty cache of `max_len` (default `config.max_len`) slots.
 
@@ -212,8 +226,11 @@ class Attention(nn.Module):
   config: DecoderConfig
 
   @nn.compact
-  def __call__(self, x_BxTxD, positions_T, cache_kv=None, cache_length=None):
-    """Returns the output B×T×D and, with a cache, the updated (keys, values) B×S×K×H."""
+  def __call__(self, x_BxTxD, positions_T, cache_kv=None, cache_length=None, layout=None):
+    """Returns the output B×T×D and, with a cache, the updated (keys, values) B×S×K×H.
+
+    With a `CacheLayout`, the new keys (unrotated) and values are written to its slots and the
+    mask is its `mask_TxS` (`cache_length` is unused)."""
     cfg = self.config
     batch, length = x_BxTxD.shape[:2]
     heads, kv_heads, head_dim = cfg.num_heads, cfg.kv_heads, cfg.dim_per_head
@@ -226,11 +243,19 @@ class Attention(nn.Module):
     if use_rope:
       q = rope(q, positions_T)
 
+    mask_TxS = None
     if cache_kv is None:
       k_BxSxKxH = rope(k, positions_T) if use_rope else k
       v_BxSxKxH, new_kv = v, None
       query_slots_T = jnp.arange(length)
       filled = length
+    elif layout is not None:
+      k_BxSxKxH = cache_kv[0].at[:, layout.write_slots_T].set(k.astype(cache_kv[0].dtype))
+      v_BxSxKxH = cache_kv[1].at[:, layout.write_slots_T].set(v.astype(cache_kv[1].dtype))
+      new_kv = (k_BxSxKxH, v_BxSxKxH)
+      if use_rope:
+        k_BxSxKxH = rope(k_BxSxKxH, layout.key_positions_S)
+      mask_TxS = layout.mask_TxS
     else:
       rotate_on_read = use_rope and cfg.cache_keys_before_rope
       k_stored = rope(k, positions_T) if use_rope and not rotate_on_read else k
@@ -243,10 +268,11 @@ class Attention(nn.Module):
       query_slots_T = cache_length + jnp.arange(length)
       filled = cache_length + length
 
-    key_slots_S = jnp.arange(k_BxSxKxH.shape[1])
-    mask_TxS = jnp.broadcast_to(key_slots_S[None, :] < filled, (length, key_slots_S.size))
-    if cfg.causal:
-      mask_TxS = mask_TxS & (key_slots_S[None, :] <= query_slots_T[:, None])
+    if mask_TxS is None:
+      key_slots_S = jnp.arange(k_BxSxKxH.shape[1])
+      mask_TxS = jnp.broadcast_to(key_slots_S[None, :] < filled, (length, key_slots_S.size))
+      if cfg.causal:
+        mask_TxS = mask_TxS & (key_slots_S[None, :] <= query_slots_T[:, None])
 
     scale = cfg.qk_scale if cfg.qk_scale is not None else head_dim ** -0.5
     q_BxTxKxGxH = q.reshape(batch, length, kv_heads, heads // kv_heads, head_dim)
@@ -288,7 +314,7 @@ class DecoderBlock(nn.Module):
   config: DecoderConfig
 
   @nn.compact
-  def __call__(self, x_BxTxD, positions_T, cache_kv=None, cache_length=None):
+  def __call__(self, x_BxTxD, positions_T, cache_kv=None, cache_length=None, layout=None):
     cfg = self.config
 
     def sublayer(x, fn, norm_name):
@@ -304,7 +330,7 @@ class DecoderBlock(nn.Module):
 
     def attend(x):
       nonlocal new_kv
-      out, new_kv = Attention(cfg, name='attn')(x, positions_T, cache_kv, cache_length)
+      out, new_kv = Attention(cfg, name='attn')(x, positions_T, cache_kv, cache_length, layout)
       return out
 
     x = sublayer(x_BxTxD, attend, 'attn_norm')
@@ -320,20 +346,25 @@ class Decoder(nn.Module):
   {query,key,value,out}/kernel`, `layer_i/attn/sink` (N,) (sink variant), `layer_i/mlp/...`,
   `layer_i/{attn_norm,mlp_norm}/scale`, `final_norm/scale` (pre-norm only), `head/kernel`
   D×V (untied only). Sown `intermediates`: `hidden_states` (embedding output, then every block).
+  A `CacheLayout` with the cache places the new tokens and sets their positions and mask.
   """
   config: DecoderConfig
 
   @nn.compact
-  def __call__(self, tokens_BxT: jax.Array, cache: KVCache | None = None):
+  def __call__(self, tokens_BxT: jax.Array, cache: KVCache | None = None,
+               layout: CacheLayout | None = None):
     cfg = self.config
     length = tokens_BxT.shape[1]
+    if layout is not None and cache is None:
+      raise ValueError('A CacheLayout needs a KVCache.')
     if cache is None:
       positions_T = jnp.arange(length)
     else:
       if not cfg.causal:
         raise ValueError('A KV cache needs a causal decoder (DecoderConfig.causal=True).')
       start = cache.length if cfg.cache_keys_before_rope else cache.position
-      positions_T = start + jnp.arange(length)
+      positions_T = (start + jnp.arange(length) if layout is None
+                     else layout.query_positions_T)
 
     embed = _embed(cfg, cfg.vocab_size, 'embed')
     x = embed(tokens_BxT)
@@ -345,7 +376,7 @@ class Decoder(nn.Module):
     for layer in range(cfg.num_layers):
       layer_kv = None if cache is None else (cache.keys[layer], cache.values[layer])
       x, kv = DecoderBlock(cfg, name=f'layer_{layer}')(
-          x, positions_T, layer_kv, None if cache is None else cache.length)
+          x, positions_T, layer_kv, None if cache is None else cache.length, layout)
       self.sow('intermediates', 'hidden_states', x)
       if kv is not None:
         new_keys.append(kv[0])

@@ -1,0 +1,16 @@
+"""Attention sinks and streaming (StreamingLLM, Xiao et al., ICLR 2024), sink variants from scratch.
+
+  --config=configs/attention_sinks.py         CPU-sized: 3 layers, d 64, seq 64, 2000 steps, 2 seeds
+  --config=configs/attention_sinks.py:tiny    a few steps of a 2-layer d 16 decoder (tests)
+  --config=configs/attention_sinks.py:paper   Pythia-160M's shape on bytes, context 2048, cache 1024
+  --config.variant=sink_token                 vanilla | zero_sink | sink_token | sink_logit
+
+The variants are defined in the experiment (`jaxdyn.experiments.attention_sinks.VARIANTS`), so that a
+notebook gets the same configs without this file; launch/attention_sinks.py trains all four.
+"""
+
+from jaxdyn.experiments import attention_sinks
+
+
+def get_config(arg=None):
+  return attention_sinks.get_config(arg)

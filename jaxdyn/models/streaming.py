@@ -1,0 +1,218 @@
+"""Streaming a decoder over text longer than its training context (StreamingLLM, Xiao et al., 2024).
+
+The cache holds S = num_sink + window slots: the first `num_sink` tokens of the stream (attention
+sinks) and a ring buffer of the `window` most recent tokens. After each streamed token the oldest
+non-sink token is evicted by overwriting its slot; no slot is ever moved. Keys are cached before RoPE
+and, at every step, each slot's key is rotated with its position *inside the cache* (position
+rolling): sinks at 0..num_sink−1, window tokens after them in age order, the query at the last
+position. Token distances therefore never exceed S − 1, the trained context if S is.
+
+Evaluations (per-token NLL of a stream, token i + 1 predicted from tokens ≤ i):
+  streaming_nll   the sink + window cache, one token per `lax.scan` step; num_sink = 0 is the
+                  window-only cache (StreamingLLM's "window attention")
+  recompute_nll   sliding window with re-computation: every token re-reads the last `window`
+                  tokens from scratch at positions 0..window−1 (StreamingLLM's baseline (c))
+  dense_nll       dense attention over the whole stream in one forward pass (positions 0..N−1)
+
+Shapes: B streams, N tokens each, S cache slots, V the vocabulary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxdyn.core.config import ConfigError
+from jaxdyn.models import transformer
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheSpec:
+  """num_sink first tokens kept forever + a window of the most recent tokens ('4+60')."""
+  num_sink: int
+  window: int
+
+  def __post_init__(self):
+    if not isinstance(self.window, int) or self.window <= 0:
+      raise ConfigError(f'CacheSpec.window={self.window!r} is invalid: must be an int > 0 '
+                        '(at least one recent token)')
+    if not isinstance(self.num_sink, int) or self.num_sink < 0:
+      raise ConfigError(f'CacheSpec.num_sink={self.num_sink!r} is invalid: must be an int >= 0')
+
+  @classmethod
+  def of_size(cls, num_sink: int, cache_size: int) -> 'CacheSpec':
+    """num_sink sinks + (cache_size − num_sink) recent tokens; refuses num_sink >= cache_size."""
+    if cache_size <= 0:
+      raise ConfigError(f'cache_size={cache_size!r} is invalid: must be > 0')
+    if num_sink >= cache_size:
+      raise ConfigError(f'CacheSpec.num_sink={num_sink!r} is invalid: must be < cache_size='
+                        f'{cache_size} (the window needs at least one slot)')
+    return cls(num_sink, cache_size - num_sink)
+
+  @property
+  def size(self) -> int:
+    return self.num_sink + self.window
+
+  def __str__(self) -> str:
+    return f'{self.num_sink}+{self.window}'
+
+
+def slot_tokens(spec: CacheSpec, t: jax.Array) -> jax.Array:
+  """int32 (S,): the stream index of the token each slot holds once token t is written (−1: empty).
+
+  Sink slot j holds token j; window slot i holds the most recent token a ≤ t with
+  (a − num_sink) mod window = i, if a ≥ num_sink.
+  """
+  n, w = spec.num_sink, spec.window
+  t = jnp.asarray(t, jnp.int32)
+  sinks = jnp.arange(n, dtype=jnp.int32)
+  sinks = jnp.where(sinks <= t, sinks, -1)
+  i = jnp.arange(w, dtype=jnp.int32)
+  newest = jnp.mod(t - n, w)
+  a = t - jnp.mod(newest - i, w)
+  window = jnp.where(a >= n, a, -1)
+  return jnp.concatenate([sinks, window])
+
+
+def write_slot(spec: CacheSpec, t: jax.Array) -> jax.Array:
+  """The slot token t is written to: t while t < num_sink, then the ring buffer's next slot."""
+  t = jnp.asarray(t, jnp.int32)
+  return jnp.where(t < spec.num_sink, t, spec.num_sink + jnp.mod(t - spec.num_sink, spec.window))
+
+
+def layout_at(spec: CacheSpec, t: jax.Array) -> transformer.CacheLayout:
+  """The `CacheLayout` of streaming token t: its slot, and the rolled positions.
+
+  Positions are ranks inside the cache: every token is shifted down by the number of evicted
+  tokens, max(0, t + 1 − S), except the sinks, which keep 0..num_sink−1.
+  """
+  t = jnp.asarray(t, jnp.int32)
+  tokens_S = slot_tokens(spec, t)
+  evicted = jnp.maximum(0, t + 1 - spec.size)
+  is_sink_S = jnp.arange(spec.size) < spec.num_sink
+  positions_S = jnp.where(tokens_S < 0, 0, jnp.where(is_sink_S, tokens_S, tokens_S - evicted))
+  return transformer.CacheLayout(
+      write_slots_T=write_slot(spec, t)[None], query_positions_T=(t - evicted)[None],
+      key_positions_S=positions_S.astype(jnp.int32), mask_TxS=(tokens_S >= 0)[None])
+
+
+def check_streamable(config: transformer.DecoderConfig) -> None:
+  """Position rolling re-rotates cached keys, so the decoder must use RoPE (or no positions)."""
+  if config.positions == 'learned':
+    raise ConfigError("DecoderConfig.positions='learned' cannot be streamed with position "
+                      "rolling: a learned position is added to the token before its key is "
+                      "computed; use positions='rope' (or 'none')")
+  if not config.causal:
+    raise ConfigError('DecoderConfig.causal=False cannot be streamed: a cache needs a causal '
+                      'decoder')
+
+
+def _token_nll(logits_BxTxV: jax.Array, targets_BxT: jax.Array) -> jax.Array:
+  return optax.softmax_cross_entropy_with_integer_labels(
+      logits_BxTxV.astype(jnp.float32), targets_BxT)
+
+
+@functools.partial(jax.jit, static_argnames=('config', 'spec'))
+def streaming_logits(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
+                     spec: CacheSpec) -> jax.Array:
+  """Logits B×N×V of every streamed token with the sink + window cache (one `lax.scan` step each)."""
+  check_streamable(config)
+  model = transformer.Decoder(config)
+  cache = transformer.init_cache(config, tokens_BxN.shape[0], spec.size)
+
+  def step(cache, inputs):
+    t, token_B = inputs
+    logits_Bx1xV, cache = model.apply({'params': params}, token_B[:, None], cache,
+                                      layout_at(spec, t))
+    return cache, logits_Bx1xV[:, 0]
+
+  n = tokens_BxN.shape[1]
+  _, logits_NxBxV = jax.lax.scan(step, cache, (jnp.arange(n, dtype=jnp.int32), tokens_BxN.T))
+  return jnp.swapaxes(logits_NxBxV, 0, 1)
+
+
+def streaming_nll(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
+                  spec: CacheSpec) -> jax.Array:
+  """NLL B×(N−1) of tokens 1..N−1 streamed through the sink + window cache."""
+  logits = streaming_logits(config, params, tokens_BxN[:, :-1], spec)
+  return _token_nll(logits, tokens_BxN[:, 1:])
+
+
+@functools.partial(jax.jit, static_argnames=('config', 'window', 'chunk'))
+def recompute_logits(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
+                     window: int, chunk: int = 64) -> jax.Array:
+  """Logits B×N×V, token t read from a fresh forward pass over tokens max(0, t−window+1)..t.
+
+  `lax.map` over t, `chunk` positions vectorised at a time; each pass has the fixed shape
+  B×min(window, N) (the first windows are the stream's prefix, read causally at index t).
+  """
+  model = transformer.Decoder(config)
+  n = tokens_BxN.shape[1]
+  w = min(window, n)
+
+  def one(t):
+    start = jnp.clip(t - w + 1, 0, n - w)
+    window_BxW = jax.lax.dynamic_slice_in_dim(tokens_BxN, start, w, axis=1)
+    logits_BxWxV = model.apply({'params': params}, window_BxW)
+    return jax.lax.dynamic_index_in_dim(logits_BxWxV, t - start, axis=1, keepdims=False)
+
+  logits_NxBxV = jax.lax.map(one, jnp.arange(n, dtype=jnp.int32), batch_size=chunk)
+  return jnp.swapaxes(logits_NxBxV, 0, 1)
+
+
+def recompute_nll(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
+                  window: int, chunk: int = 64) -> jax.Array:
+  """NLL B×(N−1) of tokens 1..N−1 with the sliding window re-computed for every token."""
+  logits = recompute_logits(config, params, tokens_BxN[:, :-1], window, chunk)
+  return _token_nll(logits, tokens_BxN[:, 1:])
+
+
+@functools.partial(jax.jit, static_argnames=('config',))
+def dense_nll(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array) -> jax.Array:
+  """NLL B×(N−1) of tokens 1..N−1 with dense causal attention over the whole stream."""
+  logits = transformer.Decoder(config).apply({'params': params}, tokens_BxN[:, :-1])
+  return _token_nll(logits, tokens_BxN[:, 1:])
+
+
+@functools.partial(jax.jit, static_argnames=('config', 'spec', 'num_new'))
+def generate_greedy(config: transformer.DecoderConfig, params, prompt_BxP: jax.Array,
+                    spec: CacheSpec, num_new: int) -> jax.Array:
+  """Greedy continuation B×num_new of a prompt, streamed through the sink + window cache.
+
+  The prompt is fed one token per `lax.scan` step, then each argmax is fed back; the cache keeps
+  its S slots however long the prompt and continuation are.
+  """
+  check_streamable(config)
+  model = transformer.Decoder(config)
+  prompt_len = prompt_BxP.shape[1]
+
+  def feed(cache, t, token_B):
+    logits, cache = model.apply({'params': params}, token_B[:, None], cache, layout_at(spec, t))
+    return cache, jnp.argmax(logits[:, 0], axis=-1).astype(prompt_BxP.dtype)
+
+  def prompt_step(carry, inputs):
+    cache, _ = carry
+    return feed(cache, *inputs), None
+
+  cache = transformer.init_cache(config, prompt_BxP.shape[0], spec.size)
+  first = jnp.zeros(prompt_BxP.shape[:1], prompt_BxP.dtype)
+  (cache, next_B), _ = jax.lax.scan(
+      prompt_step, (cache, first), (jnp.arange(prompt_len, dtype=jnp.int32), prompt_BxP.T))
+
+  def gen_step(carry, t):
+    cache, token_B = carry
+    cache, next_token_B = feed(cache, t, token_B)
+    return (cache, next_token_B), token_B
+
+  ts = prompt_len + jnp.arange(num_new, dtype=jnp.int32)
+  _, generated_NxB = jax.lax.scan(gen_step, (cache, next_B), ts)
+  return generated_NxB.T
+
+
+def perplexity(nll) -> jax.Array:
+  """exp of the mean NLL over every streamed token (StreamingLLM's perplexity)."""
+  return jnp.exp(jnp.mean(nll))

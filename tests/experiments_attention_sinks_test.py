@@ -1,0 +1,88 @@
+"""Tests of jaxdyn.experiments.attention_sinks: the :tiny variant end to end and the refused configs."""
+
+import json
+import os
+
+from absl.testing import absltest, parameterized
+import numpy as np
+
+from jaxdyn.core.config import ConfigError
+from jaxdyn.experiments import attention_sinks as lib
+
+
+class AttentionSinksExperimentTest(parameterized.TestCase):
+
+  def test_tiny_comparison_end_to_end(self):
+    # One variant through the study: training, the run's report and the comparison table.
+    workdir = self.create_tempdir().full_path
+    config = lib.get_config('tiny')
+    markdown = lib.compare_variants(config, workdir, variants=('sink_token',))
+    run = os.path.join(workdir, 'sink_token')
+    with open(os.path.join(run, 'streaming.json'), encoding='utf-8') as f:
+      summary = json.load(f)
+    names = ['0+8', '1+7', '2+6', '4+4', 'recompute', 'dense']
+    self.assertEqual(lib.eval_names(config), names)
+    self.assertLen(summary['rows'], 2 * len(names))   # 2 seeds × every evaluation
+    self.assertEqual([r['eval'] for r in summary['table']], names)
+    for row in summary['rows']:
+      self.assertTrue(np.isfinite(row['perplexity']) and row['perplexity'] > 1, row)
+    self.assertLen(summary['final_first_token_attention'], 2)   # seeds × layers × heads
+    self.assertEqual(np.shape(summary['final_first_token_attention']), (2, 2, 2))
+    np.testing.assert_allclose(summary['final_virtual_sink_mass'], 0, atol=1e-5)   # softmax
+    for name in ('perplexity_by_position', 'first_token_attention', 'attention_maps', 'curves'):
+      self.assertTrue(os.path.exists(os.path.join(run, 'figures', f'{name}.png')), name)
+    self.assertTrue(os.path.exists(os.path.join(workdir, 'perplexity_by_position.png')))
+    self.assertIn('| sink_token |', markdown)
+    self.assertIn('1235 / 18.01 / 18.01 / 18.02', markdown)   # the paper's row beside ours
+    # Golden number: the initial held-out loss of seed 0 (the KJV bytes and the init are fixed;
+    # update only if the tiny config, the decoder's init or the data split change on purpose).
+    history = json.loads(open(os.path.join(run, 'metrics.jsonl'), encoding='utf-8').readline())
+    self.assertEqual(history['step'], 0)
+    self.assertAlmostEqual(history['eval/loss'], 6.1740, delta=1e-3)
+    # Run again in the same workdir: it resumes at the end (its history then holds only the logged
+    # scalars) and reports the same streaming numbers from the restored params.
+    config.variant = 'sink_token'
+    lib.train_and_evaluate(config, run)
+    with open(os.path.join(run, 'streaming.json'), encoding='utf-8') as f:
+      again = json.load(f)
+    np.testing.assert_allclose([r['perplexity'] for r in again['rows']],
+                               [r['perplexity'] for r in summary['rows']], rtol=1e-5)
+    np.testing.assert_allclose(again['final_first_token_attention'],
+                               summary['final_first_token_attention'], rtol=1e-5)
+
+  def test_streams_are_length_factor_times_the_cache(self):
+    config = lib.get_config('tiny')
+    streams = lib.held_out_streams(config)
+    self.assertEqual(streams.shape, (1, 5 * 8 + 1))
+    config.stream.update(cache_size=6, num_streams=2)
+    self.assertEqual(lib.held_out_streams(config).shape, (2, 5 * 6 + 1))
+    self.assertEqual(lib.eval_names(config)[:4], ['0+6', '1+5', '2+4', '4+2'])
+
+  @parameterized.parameters(
+      ('stream.num_sinks', lambda c: c.stream.update(num_sinks=(0, 8))),   # sinks fill the cache
+      ('stream.num_sinks', lambda c: c.stream.update(cache_size=4, num_sinks=(1, 5))),
+      ('stream.num_sinks', lambda c: c.stream.update(num_sinks=(-1,))),
+      ('stream.cache_size', lambda c: c.stream.update(cache_size=-2)),
+      ('stream.length_factor', lambda c: c.stream.update(length_factor=10 ** 6)),
+      ('stream.length_factor', lambda c: c.stream.update(length_factor=0)),
+      ('variant', lambda c: setattr(c, 'variant', 'softmax_minus_one')),
+      ('data.attention_windows', lambda c: c.data.update(attention_windows=3)),
+      ('model.num_heads', lambda c: c.model.update(d_model=12, num_heads=4)),   # odd head dim
+  )
+  def test_bad_configs_are_refused_naming_the_field(self, field, edit):
+    config = lib.get_config('tiny')
+    edit(config)
+    with self.assertRaisesRegex(ConfigError, field.replace('.', r'\.')):
+      lib.check_config(config)
+
+  def test_paper_variant_is_the_160m_shape_with_the_published_cache(self):
+    config = lib.get_config('paper')
+    lib.check_config(config)
+    self.assertEqual((config.model.num_layers, config.model.d_model, config.model.num_heads),
+                     (12, 768, 12))
+    self.assertEqual(lib.eval_names(config)[:4], ['0+1024', '1+1023', '2+1022', '4+1020'])
+    lib.check_config(lib.get_config())
+
+
+if __name__ == '__main__':
+  absltest.main()

@@ -1,0 +1,71 @@
+"""Tests of jaxdyn.models.attention_sinks: the four sink variants of the shared decoder."""
+
+from absl.testing import absltest, parameterized
+import jax
+from jax import test_util as jtu
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdyn.models import attention_sinks as lib
+from jaxdyn.models import transformer
+
+
+def setup(variant):
+  config = lib.decoder_config(variant, num_layers=2, d_model=16, num_heads=2, max_len=16,
+                              multiple_of=8)
+  model = transformer.Decoder(config)
+  params = model.init(jax.random.key(0), jnp.zeros((1, 9), jnp.int32))['params']
+  crops = jax.random.randint(jax.random.key(1), (3, 9), 0, 256)
+  return config, model, params, crops
+
+
+class AttentionSinksModelTest(parameterized.TestCase):
+
+  @parameterized.parameters(*lib.VARIANTS)
+  def test_every_variant_has_the_byte_vocabulary_plus_the_sink_token_and_rope(self, variant):
+    config, _, params, _ = setup(variant)
+    self.assertEqual(config.vocab_size, 257)
+    self.assertEqual(config.positions, 'rope')
+    self.assertEqual(config.attention, lib.ATTENTION[variant])
+    has_logit = 'sink' in params['layer_0']['attn']
+    self.assertEqual(has_logit, variant == 'sink_logit')
+    if has_logit:
+      self.assertEqual(params['layer_0']['attn']['sink'].shape, (2,))
+
+  def test_sink_token_is_prepended_and_its_own_prediction_not_scored(self):
+    _, model, params, crops = setup('sink_token')
+    inputs = jnp.concatenate([jnp.full((3, 1), lib.SINK_TOKEN), crops[:, :-1]], axis=1)
+    logits = model.apply({'params': params}, inputs)[:, 1:]
+    expected = transformer.next_token_loss(logits, crops[:, 1:])
+    np.testing.assert_allclose(lib.loss('sink_token', model, params, crops), expected, rtol=1e-6)
+    np.testing.assert_array_equal(lib.with_prefix('sink_token', crops)[:, 0], lib.SINK_TOKEN)
+    np.testing.assert_array_equal(lib.with_prefix('sink_token', crops)[:, 1:], crops)
+
+  @parameterized.parameters('vanilla', 'zero_sink', 'sink_logit')
+  def test_other_variants_read_the_text_alone(self, variant):
+    _, model, params, crops = setup(variant)
+    np.testing.assert_array_equal(lib.with_prefix(variant, crops), crops)
+    logits = model.apply({'params': params}, crops[:, :-1])
+    np.testing.assert_allclose(lib.loss(variant, model, params, crops),
+                               transformer.next_token_loss(logits, crops[:, 1:]), rtol=1e-6)
+
+  def test_sink_logit_gradient_flows_and_matches_finite_differences(self):
+    _, model, params, crops = setup('sink_logit')
+
+    def loss_of_logit(logit):
+      p = jax.tree.map(lambda x: x, params)
+      p['layer_1']['attn']['sink'] = logit
+      return lib.loss('sink_logit', model, p, crops)
+
+    logit = jnp.array([0.3, -0.7])
+    self.assertGreater(float(jnp.abs(jax.grad(loss_of_logit)(logit)).sum()), 0)
+    jtu.check_grads(loss_of_logit, (logit,), order=1, modes=('rev',), eps=1e-2,
+                              atol=2e-2, rtol=2e-2)
+
+  def test_unknown_variant_is_refused(self):
+    with self.assertRaisesRegex(ValueError, 'sink variant'):
+      lib.decoder_config('softmax_minus_one', 1, 8, 2, 8)
+
+
+if __name__ == '__main__':
+  absltest.main()
