@@ -362,8 +362,9 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
     history_prefix = None
     if restored is not None:
       step0, state, meta = restored
-      _check_same_run(meta, config_json, workdir)
-      _check_not_past_the_end(step0, schedule, workdir)
+      if saved is None or step0 != saved[0]:   # fell back past the checkpoint checked above
+        _check_same_run(meta, config_json, workdir)
+        _check_not_past_the_end(step0, schedule, workdir)
       logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
       if is_primary():   # the records are process 0's (the others keep the steps they ran)
         metrics_lib.truncate_after(workdir, step0)
