@@ -1,0 +1,90 @@
+"""Reasoning by superposition in closed form: the constructed 2-layer transformer (no training) on
+random graphs, by graph size n, diameter D and node-embedding dimension d (Zhu et al. 2025; the
+talk's slide "Main Theorem": "a 2-layer transformer with continuous CoT can solve reachability using
+O(n) decoding steps with O(n) embedding dimensions").
+
+  python launch/superposition.py --workdir=DIR [--sizes=10,20,30,50] [--depths=2,4,8]
+      [--num_graphs=64] [--kinds=dag,digraph,prosqa] [--dim_n=30] [--dim_ratios=0.25,0.5,0.75,1,2]
+
+Table 1 (`sizes` × `depths` × `kinds`): one-hot embeddings (d = n) and random embeddings (d = n,
+dual readout), C = D thoughts. Table 2 (n = `dim_n`, D = 4, dag): random embeddings with d = ratio·n,
+dual and matched readouts: where the construction breaks. Columns: see
+`jaxdyn.analysis.superposition.evaluate`. Writes DIR/superposition.{md,json} and
+DIR/superposition_{thoughts,dim}.png.
+"""
+
+import os
+import time
+
+from absl import app, flags
+import numpy as np
+
+from jaxdyn.analysis import superposition
+from jaxdyn.core import results
+
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
+_SIZES = flags.DEFINE_list('sizes', ['10', '20', '30', '50'], 'Node counts n.')
+_DEPTHS = flags.DEFINE_list('depths', ['2', '4', '8'], 'Diameters D (= number of thoughts).')
+_KINDS = flags.DEFINE_list('kinds', ['dag', 'digraph'], f'Graph kinds {superposition.GRAPH_KINDS}.')
+_NUM_GRAPHS = flags.DEFINE_integer('num_graphs', 64, 'Random questions per row.')
+_DIM_N = flags.DEFINE_integer('dim_n', 30, 'n of the dimension sweep (0: skip it).')
+_DIM_RATIOS = flags.DEFINE_list('dim_ratios', ['0.25', '0.5', '0.75', '1', '2', '4'],
+                                'd / n of the dimension sweep.')
+_SEED = flags.DEFINE_integer('seed', 0, 'Seed of graphs and embeddings.')
+
+COLUMNS = {'kind': 'kind', 'n': 'n', 'D': 'D', 'embedding': 'embedding', 'readout': 'readout',
+           'd': 'd', 'graphs': 'graphs', 'edges': 'edges_mean', 'ecc': 'ecc_mean',
+           'answer %': lambda r: 100 * r['answer_acc'], 'reach %': lambda r: 100 * r['reach_acc'],
+           'exact V_c %': lambda r: 100 * r['exact'], 'cos min': 'cos_min',
+           'gap/ε₂ min': 'gap_min', 'margin min': 'margin_min'}
+FORMATS = {'edges': '.1f', 'ecc': '.2f', 'answer %': '.1f', 'reach %': '.1f', 'exact V_c %': '.1f',
+           'cos min': '.6f', 'gap/ε₂ min': '.2f', 'margin min': '.3f'}
+
+
+def main(argv):
+  del argv
+  start = time.perf_counter()
+  seed = _SEED.value
+  rows = []
+  for kind in _KINDS.value:
+    for n in map(int, _SIZES.value):
+      for depth in map(int, _DEPTHS.value):
+        if kind in ('dag',) and n - max(1, round(n / 3)) < depth + 1:
+          continue
+        for embedding in ('onehot', 'random'):
+          rows.append(superposition.evaluate(n, depth, kind=kind, embedding=embedding,
+                                             num_graphs=_NUM_GRAPHS.value, seed=seed))
+          print(rows[-1], flush=True)
+  table = results.markdown_table(rows, COLUMNS, FORMATS)
+  dim_rows = []
+  if _DIM_N.value:
+    n = _DIM_N.value
+    for readout in ('dual', 'matched'):
+      for ratio in map(float, _DIM_RATIOS.value):
+        dim_rows.append(superposition.evaluate(n, 4, embedding='random', dim=max(1, round(ratio * n)),
+                                               readout=readout, num_graphs=_NUM_GRAPHS.value,
+                                               seed=seed))
+        print(dim_rows[-1], flush=True)
+    table += '\n' + results.markdown_table(dim_rows, COLUMNS, FORMATS)
+    superposition.plot_dimension_sweep(
+        dim_rows, os.path.join(_WORKDIR.value, 'superposition_dim.png'),
+        f'random embeddings, n = {n}, D = 4, {_NUM_GRAPHS.value} layered DAGs; dual W = U⁺, '
+        'matched W = Uᵀ')
+  rng = np.random.default_rng(seed)
+  while True:   # an example whose farthest node is exactly D = 5 steps away
+    edges, root, _, _ = superposition.random_question(rng, 'dag', 20, 5)
+    sets = superposition.reachable_sets(20, edges, root, 5)
+    if not np.array_equal(sets[4], sets[5]):
+      break
+  con = superposition.build(20, len(edges), max_thoughts=6)
+  superposition.plot_thoughts(con, edges, root, 6, os.path.join(_WORKDIR.value,
+                                                                'superposition_thoughts.png'),
+                              f'one layered DAG, n = 20, D = 5, {len(edges)} edges, one-hot d = 20')
+  print(table)
+  results.write_markdown(os.path.join(_WORKDIR.value, 'superposition.md'), table)
+  results.write_json(os.path.join(_WORKDIR.value, 'superposition.json'), rows + dim_rows)
+  print(f'done in {time.perf_counter() - start:.0f} s')
+
+
+if __name__ == '__main__':
+  app.run(main)
