@@ -131,6 +131,24 @@ class ToyTaskTest(parameterized.TestCase):
       np.testing.assert_allclose(result.final('train/max_residual')[m], np.abs(residual).max(),
                                  rtol=1e-4)
 
+  def test_microbatches_accumulate_to_the_whole_batch_gradient(self):
+    # 12 examples in 4 parts of 3: the mean of the parts' gradients is the full-batch gradient.
+    task = regression_task(lrs=(0.2,), seeds=(3,))
+    result = trainer.train(task, toy_schedule(steps=10, microbatches=4),
+                           self.create_tempdir().full_path, tensorboard=False)
+    path = gradient_descent(task.data['x'][0], task.data['y'][0], 0.2, 10)
+    np.testing.assert_allclose(result.params['w'][0], path[-1], rtol=1e-5, atol=1e-6)
+    residual = task.data['x'][0] @ path[8] - task.data['y'][0]
+    np.testing.assert_allclose(result.final('train/loss')[0], 0.5 * np.mean(residual ** 2),
+                               rtol=1e-5)
+
+  def test_microbatches_must_divide_the_batch(self):
+    with self.assertRaisesRegex(trainer.ConfigError, 'train.microbatches=5 must divide'):
+      trainer.train(regression_task(seeds=(0,)), toy_schedule(steps=5, microbatches=5),
+                    self.create_tempdir().full_path, tensorboard=False)
+    with self.assertRaisesRegex(trainer.ConfigError, 'train.microbatches must be at least 1'):
+      toy_schedule(microbatches=0)
+
   def test_records_on_disk_equal_the_returned_history(self):
     result = trainer.train(regression_task(), toy_schedule(), self.create_tempdir().full_path,
                            tensorboard=False)

@@ -247,6 +247,37 @@ class DecoderTest(parameterized.TestCase):
       transformer.Decoder(config).apply(init(config, tokens), tokens,
                                         transformer.init_cache(config, 2))
 
+  @parameterized.parameters(dict(remat=True), dict(scan_layers=True),
+                            dict(scan_layers=True, remat=True))
+  def test_remat_and_scanned_layers_compute_the_same_function(self, **memory_policy):
+    config = transformer.llama_config(VOCAB, 3, 16, 4, multiple_of=8, max_len=12)
+    other = dataclasses.replace(config, **memory_policy)
+    tokens = random_tokens()
+    params = init(config, tokens)['params']
+    converted = (transformer.stack_layers(params, 3) if other.scan_layers else params)
+    # The other layout's own init has the converted params' structure and shapes.
+    self.assertEqual(jax.tree.map(jnp.shape, init(other, tokens)['params']),
+                     jax.tree.map(jnp.shape, converted))
+
+    def loss(p, c):
+      return jnp.mean(transformer.Decoder(c).apply({'params': p}, tokens) ** 2)
+
+    np.testing.assert_allclose(loss(converted, other), loss(params, config), rtol=1e-6)
+    grads = jax.grad(loss)(converted, other)
+    if other.scan_layers:
+      grads = transformer.unstack_layers(grads, 3)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                 grads, jax.grad(loss)(params, config))
+
+  def test_scanned_layers_have_no_cache_or_intermediates_path(self):
+    config = tiny_config(num_layers=2, scan_layers=True)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    with self.assertRaisesRegex(ValueError, 'scan_layers'):
+      transformer.Decoder(config).apply(params, tokens, transformer.init_cache(config, 2))
+    with self.assertRaisesRegex(ValueError, 'scan_layers'):
+      transformer.forward_with_intermediates(config, params, tokens)
+
   def test_presets_and_param_paths(self):
     llama = transformer.llama_config(vocab_size=VOCAB, num_layers=1, d_model=512, num_heads=8)
     self.assertEqual(llama.mlp_width, 1376)  # GaLore's LLaMA 60M shape

@@ -93,7 +93,8 @@ def require_positive(config: ml_collections.ConfigDict, *fields: str) -> None:
 
 
 TRAIN_SCHEDULE_FIELDS = ('train.steps', 'train.eval_every', 'train.checkpoint_every',
-                         'train.keep_checkpoints', 'train.steps_per_dispatch')
+                         'train.keep_checkpoints', 'train.steps_per_dispatch',
+                         'train.microbatches')
 
 
 def require_train_schedule(config: ml_collections.ConfigDict) -> None:

@@ -30,7 +30,8 @@ from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
 
 DEFAULT_TRAIN = dict(steps=1_000, eval_every=10, checkpoint_every=1_000, keep_checkpoints=3,
-                     steps_per_dispatch=1_000, progress_every_secs=10.0, tensorboard=False)
+                     steps_per_dispatch=1_000, progress_every_secs=10.0, tensorboard=False,
+                     microbatches=1)
 
 
 def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
@@ -39,7 +40,8 @@ def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
 
   seed, num_seeds  members use seeds seed, seed + 1, ..., seed + num_seeds - 1
   train            the schedule `trainer.schedule_from_config` reads (all counts in steps)
-  mesh             devices on the sweep and data axes; -1: automatic (`mesh.make_mesh`)
+  mesh             devices on the sweep and data axes; -1: automatic (`mesh.make_mesh`);
+                   shard_params: each member's params and optimizer state split over `data` (FSDP)
   """
   unknown = set(train) - set(DEFAULT_TRAIN)
   if unknown:
@@ -49,7 +51,7 @@ def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
   c.seed = seed
   c.num_seeds = num_seeds
   c.train = ml_collections.ConfigDict({**DEFAULT_TRAIN, **train})
-  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1))
+  c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1, shard_params=False))
   return c
 
 

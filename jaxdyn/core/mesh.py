@@ -45,6 +45,21 @@ def sweep_sharding(mesh: Mesh) -> NamedSharding:
   return NamedSharding(mesh, P(SWEEP))
 
 
+def fsdp_sharding(mesh: Mesh, shape: tuple[int, ...], min_size: int = 2 ** 14) -> NamedSharding:
+  """A sweep-stacked leaf (S, ...) over `sweep`, and over `data` along its largest dimension that
+  the data axis divides (FSDP / ZeRO-3: each data device keeps 1/data of every large parameter and
+  of its optimizer state; XLA gathers a layer's weights where they are used and reduce-scatters
+  their gradients). Leaves with fewer than `min_size` elements per member stay whole."""
+  spec = [SWEEP] + [None] * (len(shape) - 1)
+  n = mesh.shape[DATA]
+  per_member = math.prod(shape[1:])
+  if n > 1 and per_member >= min_size:
+    candidates = [(size, i) for i, size in enumerate(shape) if i and size % n == 0]
+    if candidates:
+      spec[max(candidates)[1]] = DATA
+  return NamedSharding(mesh, P(*spec))
+
+
 def replicated(mesh: Mesh) -> NamedSharding:
   return NamedSharding(mesh, P())
 

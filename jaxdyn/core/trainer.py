@@ -92,6 +92,11 @@ class Schedule:
   steps_per_dispatch: int
   keep_checkpoints: int = 3
   progress_every_secs: float = 10.0
+  microbatches: int = 1   # gradient accumulation: each step's batch in this many equal parts
+
+  def __post_init__(self):
+    if self.microbatches < 1:
+      raise ConfigError(f'train.microbatches must be at least 1, got {self.microbatches}')
 
   def next_chunk(self, step: int) -> tuple[int, int]:
     """(evaluations, steps per evaluation) of the dispatch starting at `step`."""
@@ -154,12 +159,39 @@ def init_state(task: Task) -> dict:
   return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
 
 
-def _member_step(task: Task, mesh, with_stats: bool, member, step, data, shared, hp):
+def _loss_and_grads(task: Task, mesh, microbatches: int, params, batch, hp):
+  """(loss, aux), grads of the whole batch; with `microbatches` > 1, the mean over equal parts of
+  the batch's leading axis, computed one part at a time in a `lax.scan` (gradient accumulation:
+  the same update as the whole batch for a per-example mean loss, up to float summation order, with
+  the activations of one part alive at a time)."""
+  grad_fn = jax.value_and_grad(task.loss_fn, has_aux=True)
+  if microbatches == 1:
+    return grad_fn(params, mesh_lib.shard_batch(batch, mesh), hp)
+
+  def split(x):
+    if not jnp.ndim(x) or x.shape[0] % microbatches:
+      raise ConfigError(f'train.microbatches={microbatches} must divide the batch\'s leading axis '
+                        f'(a batch leaf has shape {jnp.shape(x)})')
+    return x.reshape((microbatches, x.shape[0] // microbatches) + x.shape[1:])
+
+  def accumulate(total, part):
+    out = grad_fn(params, mesh_lib.shard_batch(part, mesh), hp)
+    return jax.tree.map(jnp.add, total, out), None
+
+  shapes = jax.eval_shape(grad_fn, params, jax.tree.map(lambda x: x[0], jax.tree.map(split, batch)),
+                          hp)
+  zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+  total, _ = jax.lax.scan(accumulate, zeros, jax.tree.map(split, batch))
+  return jax.tree.map(lambda x: x / microbatches, total)
+
+
+def _member_step(task: Task, mesh, with_stats: bool, microbatches: int, member, step, data, shared,
+                 hp):
   """One optimizer update of one member; with its dynamics statistics (norms by layer) if asked."""
   data = _with_shared(data, shared)
   key = jax.random.wrap_key_data(member['key'])
-  batch = mesh_lib.shard_batch(task.get_batch(data, step, key), mesh)
-  (loss, aux), grads = jax.value_and_grad(task.loss_fn, has_aux=True)(member['params'], batch, hp)
+  (loss, aux), grads = _loss_and_grads(task, mesh, microbatches, member['params'],
+                                       task.get_batch(data, step, key), hp)
   tx = task.make_optimizer(hp)
   updates, opt_state = tx.update(grads, member['opt_state'], member['params'])
   params = optax.apply_updates(member['params'], updates)
@@ -185,19 +217,20 @@ def _evaluate(task: Task, params, data, shared) -> dict:
   )(params, data)
 
 
-def build_chunk_fn(task: Task, mesh):
+def build_chunk_fn(task: Task, mesh, *, microbatches: int = 1, state_sharding=None):
   """The jitted program: n_outer x (scan of n_inner steps, then evaluation).
 
   Only the last step before an evaluation computes the logged statistics; the others return just
-  their loss (checked for non-finite values).
+  their loss (checked for non-finite values). `state_sharding` (default: members over `sweep`) is
+  how the state stays laid out across dispatches (`state_shardings` for the FSDP layout).
   """
   def vstep(with_stats):
-    return jax.vmap(functools.partial(_member_step, task, mesh, with_stats),
+    return jax.vmap(functools.partial(_member_step, task, mesh, with_stats, microbatches),
                     in_axes=(0, None, 0, None, 0), spmd_axis_name=mesh_lib.SWEEP)
   lean_step, logged_step = vstep(False), vstep(True)
 
   rep = mesh_lib.replicated(mesh)
-  state_sharding = {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
+  state_sharding = state_sharding or {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
 
   # Metrics come back replicated, so that every process (multi-host) can fetch them.
   @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',),
@@ -301,15 +334,53 @@ class _History:
 
 
 def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_json: dict | None = None,
-          tensorboard: bool = True) -> TrainResult:
+          tensorboard: bool = True, shard_params: bool = False) -> TrainResult:
   """Runs (or resumes) `task` for `schedule.steps` steps, writing metrics and checkpoints to workdir.
 
   The workdir is locked for the run (`workdir_lock`): a second launch in it is refused.
+  `shard_params` splits each member's params and optimizer state over the mesh's `data` axis
+  (`state_shardings`).
   """
   os.makedirs(workdir, exist_ok=True)
   with _lock_on_process_zero(workdir):
     return _train_locked(task, schedule, workdir, mesh=mesh, config_json=config_json,
-                         tensorboard=tensorboard)
+                         tensorboard=tensorboard, shard_params=shard_params)
+
+
+def state_shardings(task: Task, mesh, shard_params: bool = False) -> dict:
+  """How the train state is laid out: the step replicated, members over `sweep`; with
+  `shard_params`, every large member leaf also over `data` (`mesh.fsdp_sharding`)."""
+  rep = mesh_lib.replicated(mesh)
+  if not shard_params or mesh.shape[mesh_lib.DATA] == 1:
+    return {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
+  abstract = jax.eval_shape(functools.partial(init_state, task))
+  return {'step': rep, 'members': jax.tree.map(lambda x: mesh_lib.fsdp_sharding(mesh, x.shape),
+                                               abstract['members'])}
+
+
+def compile_chunk(task: Task, mesh, *, microbatches: int = 1, shard_params: bool = False,
+                  n_inner: int = 1, n_outer: int = 1):
+  """The sweep's compiled dispatch (`build_chunk_fn`) and its compile time in seconds, from
+  abstract arrays only (nothing is allocated): `compiled.memory_analysis()` is what one device of
+  `mesh` needs (launch/memory_report.py)."""
+  sweep, rep = mesh_lib.sweep_sharding(mesh), mesh_lib.replicated(mesh)
+  state_sharding = state_shardings(task, mesh, shard_params)
+
+  def abstract(tree, sharding):   # `sharding`: a prefix of `tree`
+    def leaves(s, subtree):
+      return jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x),
+                                                         sharding=s), subtree)
+    return jax.tree.map(leaves, sharding, tree,
+                        is_leaf=lambda x: isinstance(x, jax.sharding.Sharding))
+  state = abstract(jax.eval_shape(functools.partial(init_state, task)), state_sharding)
+  data = abstract(task.data, sweep)
+  shared = abstract(task.shared_data, rep)
+  hparams = {k: jax.ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype, sharding=sweep)
+             for k, v in task.hparams.items()}
+  chunk = build_chunk_fn(task, mesh, microbatches=microbatches, state_sharding=state_sharding)
+  start = time.perf_counter()
+  compiled = chunk.lower(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner).compile()
+  return compiled, time.perf_counter() - start
 
 
 def is_primary() -> bool:
@@ -341,7 +412,7 @@ def _lock_on_process_zero(workdir: str):
 
 
 def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_json: dict | None,
-                  tensorboard: bool) -> TrainResult:
+                  tensorboard: bool, shard_params: bool) -> TrainResult:
   t_start = time.perf_counter()
   mesh = mesh or mesh_lib.make_mesh(task.num_members, 1, 1)
   members = task.member_labels()
@@ -349,7 +420,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
   data = jax.device_put(task.data, sweep)
   shared = jax.device_put(task.shared_data, rep)
   hparams = jax.device_put({k: jnp.asarray(v) for k, v in task.hparams.items()}, sweep)
-  state_sharding = {'step': rep, 'members': sweep}
+  state_sharding = state_shardings(task, mesh, shard_params)
   state = jax.jit(functools.partial(init_state, task), out_shardings=state_sharding)()
 
   checkpointer = ckpt_lib.Checkpointer(workdir, keep=schedule.keep_checkpoints)
@@ -395,7 +466,8 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
       history.add(0, evals)
     meta = {'config': config_json or {}, 'members': members}
 
-    chunk_fn = build_chunk_fn(task, mesh)
+    chunk_fn = build_chunk_fn(task, mesh, microbatches=schedule.microbatches,
+                              state_sharding=state_sharding)
     pending, boundary = None, 0
     while step < schedule.steps:
       n_outer, n_inner = schedule.next_chunk(step)
@@ -436,19 +508,20 @@ def schedule_from_config(train_config) -> Schedule:
   t = train_config
   return Schedule(steps=t.steps, eval_every=t.eval_every, checkpoint_every=t.checkpoint_every,
                   steps_per_dispatch=t.steps_per_dispatch, keep_checkpoints=t.keep_checkpoints,
-                  progress_every_secs=t.progress_every_secs)
+                  progress_every_secs=t.progress_every_secs, microbatches=t.microbatches)
 
 
 def train_from_config(task: Task, config, workdir: str) -> TrainResult:
   """`train` with the config's `train` group as schedule and its `mesh` group as device mesh."""
   mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
   return train(task, schedule_from_config(config.train), workdir, mesh=mesh,
-               config_json=config.to_dict(), tensorboard=config.train.tensorboard)
+               config_json=config.to_dict(), tensorboard=config.train.tensorboard,
+               shard_params=config.mesh.shard_params)
 
 
 # Fields that may change between a run and its resumption (they change no result).
 RESUMABLE_CHANGES = ('train.steps', 'train.progress_every_secs', 'train.steps_per_dispatch',
-                     'train.tensorboard', 'mesh.sweep', 'mesh.data')
+                     'train.tensorboard', 'mesh.sweep', 'mesh.data', 'mesh.shard_params')
 
 
 def _check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:

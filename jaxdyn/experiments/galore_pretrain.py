@@ -19,6 +19,7 @@ GaLore's α, crossed with the lrs). `table2_*` below turn one run per method int
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -63,7 +64,13 @@ def default_config() -> ml_collections.ConfigDict:
       seq_len=128, batch_size=32,
       eval_windows=64))        # validation: the first eval_windows windows of the tail, stride
                                # seq_len (`text.eval_windows`; `check_values` refuses more than fit)
-  c.model = ml_collections.ConfigDict(dict(num_layers=4, d_model=128, num_heads=4, multiple_of=32))
+  c.model = ml_collections.ConfigDict(dict(
+      num_layers=4, d_model=128, num_heads=4, multiple_of=32,
+      dtype='auto',            # compute dtype: float32 | bfloat16 | auto (bfloat16 on TPU/GPU,
+                               # float32 on CPU); params and optimizer state stay float32
+      matmul_precision='default',  # jax.default_matmul_precision for float32 matmuls
+      remat=False,             # recompute each block's activations in the backward pass
+      scan_layers=False))      # one nn.scan over the blocks (params stacked; galore/full_adamw)
   c.opt = ml_collections.ConfigDict(dict(
       lr=0.01, wd=0.0, b1=0.9, b2=0.999, eps=1e-6,
       warmup_fraction=0.1, min_lr_ratio=0.1,  # 10% warmup, cosine to 10% (the paper's recipe)
@@ -170,6 +177,15 @@ def check_values(config: ml_collections.ConfigDict) -> None:
   config_lib.require(0 <= config.lora.prune_ratio <= 1, 'lora.prune_ratio', config.lora.prune_ratio,
                      'must be in [0, 1]')
   config_lib.require_choice(config, 'galore.moments', galore_lib.MOMENT_POLICIES)
+  config_lib.require_choice(config, 'model.dtype', DTYPES)
+  config_lib.require_choice(config, 'model.matmul_precision', MATMUL_PRECISIONS)
+  config_lib.require(not config.model.scan_layers or config.method in ('full_adamw', 'galore'),
+                     'model.scan_layers', config.model.scan_layers,
+                     f'is for full_adamw and galore only (method {config.method!r} factorises '
+                     'each 2-D kernel)')
+  config_lib.require(config.data.batch_size % config.train.microbatches == 0, 'train.microbatches',
+                     config.train.microbatches,
+                     f'must divide data.batch_size {config.data.batch_size}')
   config_lib.require(not config.sweep.galore_scale or config.method == 'galore',
                      'sweep.galore_scale', config.sweep.galore_scale, 'is for method galore only')
   config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.num_heads',
@@ -188,10 +204,30 @@ def kjv_bytes(config: ml_collections.ConfigDict) -> text.TextSplits:
   return text.kjv_splits('bytes', held_out_fraction=config.data.held_out_fraction)
 
 
+DTYPES = ('auto', 'float32', 'bfloat16')
+MATMUL_PRECISIONS = ('default', 'high', 'highest', 'bfloat16', 'tensorfloat32', 'float32')
+
+
+def compute_dtype(config: ml_collections.ConfigDict):
+  """`model.dtype` resolved: 'auto' is bfloat16 on a TPU or GPU backend and float32 on CPU."""
+  name = config.model.dtype
+  if name == 'auto':
+    name = 'float32' if jax.default_backend() == 'cpu' else 'bfloat16'
+  return jnp.dtype(name)
+
+
 def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
   m = config.model
   return transformer.llama_config(text.BYTE_VOCAB_SIZE, m.num_layers, m.d_model, m.num_heads,
-                                  multiple_of=m.multiple_of, max_len=config.data.seq_len)
+                                  multiple_of=m.multiple_of, max_len=config.data.seq_len,
+                                  dtype=compute_dtype(config), remat=m.remat,
+                                  scan_layers=m.scan_layers)
+
+
+def _scanned_layer_batch_dims(path, leaf) -> int:
+  """GaLore's batch axes of a leaf: the leading layer axis of the scanned blocks' kernels."""
+  del leaf
+  return int(any(getattr(k, 'key', None) == 'layers' for k in path))
 
 
 def low_rank(config: ml_collections.ConfigDict, group: str) -> int:
@@ -247,7 +283,9 @@ def make_optimizer(config: ml_collections.ConfigDict, params_shape,
     tx = galore_lib.galore(schedule, low_rank(config, 'galore'), g.update_proj_gap,
                            hp.get('galore_scale', g.scale), o.b1, o.b2, o.eps, o.wd,
                            projector=g.projector, moments=g.moments,
-                           mask=galore_lib.llama_galore_mask(params_shape))
+                           mask=galore_lib.llama_galore_mask(params_shape),
+                           batch_dims=(_scanned_layer_batch_dims if config.model.scan_layers
+                                       else 0))
   elif config.method in ('lora', 'relora'):
     frozen = galore_lib.llama_galore_mask(params_shape['base'])
     labels = {'base': jax.tree.map(lambda f: 'frozen' if f else 'trained', frozen),
@@ -276,10 +314,16 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   params_shape = jax.eval_shape(lambda: init_method_params(config, jax.random.key(0)))
   seq_len, batch_size = config.data.seq_len, config.data.batch_size
 
+  def logits(params, tokens_BxT):   # the loss is taken in float32 whatever the compute dtype
+    precision = config.model.matmul_precision
+    with (contextlib.nullcontext() if precision == 'default'
+          else jax.default_matmul_precision(precision)):
+      out = model.apply({'params': dense_params(config, params)}, tokens_BxT)
+    return out.astype(jnp.float32)
+
   def loss_fn(params, tokens_BxT1, hp):
     del hp
-    logits_BxTxV = model.apply({'params': dense_params(config, params)}, tokens_BxT1[:, :-1])
-    return transformer.next_token_loss(logits_BxTxV, tokens_BxT1[:, 1:]), {}
+    return transformer.next_token_loss(logits(params, tokens_BxT1[:, :-1]), tokens_BxT1[:, 1:]), {}
 
   def get_batch(data, step, key):
     return text.random_crops(data['train_tokens'], jax.random.fold_in(key, step), batch_size,
@@ -287,8 +331,7 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
 
   def evaluate(params, data):
     windows_WxT1 = data['held_out_windows']
-    logits_WxTxV = model.apply({'params': dense_params(config, params)}, windows_WxT1[:, :-1])
-    loss = transformer.next_token_loss(logits_WxTxV, windows_WxT1[:, 1:])
+    loss = transformer.next_token_loss(logits(params, windows_WxT1[:, :-1]), windows_WxT1[:, 1:])
     return {'loss': loss, 'perplexity': jnp.exp(loss)}
 
   return trainer.Task(

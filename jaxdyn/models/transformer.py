@@ -65,6 +65,8 @@ class DecoderConfig:
   dtype: Any = jnp.float32  # compute dtype
   param_dtype: Any = jnp.float32
   cache_keys_before_rope: bool = False  # cache raw keys, rotate by cache slot (position rolling)
+  remat: bool = False  # recompute each block's activations in the backward pass (`nn.remat`)
+  scan_layers: bool = False  # one `nn.scan` over the blocks: params `layers/...` stacked L×...
 
   def __post_init__(self):
     _check_choice('attention', self.attention, ATTENTION_KINDS)
@@ -339,6 +341,15 @@ class DecoderBlock(nn.Module):
     return x, new_kv
 
 
+def _block_class(config: DecoderConfig, prevent_cse: bool = True):
+  """`DecoderBlock`, rematerialised in the backward pass when `config.remat` (its activations are
+  recomputed from the block's input instead of kept: memory per layer falls from the block's
+  intermediates to its B×T×D input). Param names are unchanged."""
+  if not config.remat:
+    return DecoderBlock
+  return nn.remat(DecoderBlock, prevent_cse=prevent_cse)
+
+
 class Decoder(nn.Module):
   """Token ids B×T → logits B×T×V; with a `KVCache`, returns (logits, updated cache).
 
@@ -347,6 +358,8 @@ class Decoder(nn.Module):
   `layer_i/{attn_norm,mlp_norm}/scale`, `final_norm/scale` (pre-norm only), `head/kernel`
   D×V (untied only). Sown `intermediates`: `hidden_states` (embedding output, then every block).
   A `CacheLayout` with the cache places the new tokens and sets their positions and mask.
+  With `scan_layers` the blocks' params are one subtree `layers/...` whose leaves carry a leading
+  L axis (`stack_layers` / `unstack_layers` convert), and no cache can be passed.
   """
   config: DecoderConfig
 
@@ -372,10 +385,25 @@ class Decoder(nn.Module):
       x = x + _embed(cfg, cfg.max_len, 'pos_embed')(positions_T)[None]
     self.sow('intermediates', 'hidden_states', x)
 
+    if cfg.scan_layers:
+      if cache is not None:
+        raise ValueError('DecoderConfig.scan_layers=True has no KV-cache path; decode with an '
+                         'unscanned decoder (scan_layers=False).')
+      # One compiled block body for all layers (compile time and program size independent of L).
+      blocks = nn.scan(_block_class(cfg, prevent_cse=False), variable_axes={'params': 0},
+                       split_rngs={'params': True}, in_axes=(nn.broadcast,),
+                       length=cfg.num_layers)(cfg, name='layers')
+      x, _ = blocks(x, positions_T)
+      self.sow('intermediates', 'hidden_states', x)
+      if cfg.norm != 'none' and cfg.norm_placement == 'pre':
+        x = _norm(cfg, 'final_norm')(x)
+      return embed.attend(x) if cfg.tie_embeddings else _dense(cfg, cfg.vocab_size, 'head')(x)
+
+    block_class = _block_class(cfg)
     new_keys, new_values = [], []
     for layer in range(cfg.num_layers):
       layer_kv = None if cache is None else (cache.keys[layer], cache.values[layer])
-      x, kv = DecoderBlock(cfg, name=f'layer_{layer}')(
+      x, kv = block_class(cfg, name=f'layer_{layer}')(
           x, positions_T, layer_kv, None if cache is None else cache.length, layout)
       self.sow('intermediates', 'hidden_states', x)
       if kv is not None:
@@ -400,6 +428,9 @@ class Intermediates(NamedTuple):
 
 def forward_with_intermediates(config: DecoderConfig, params, tokens_BxT: jax.Array):
   """Logits and the sown `Intermediates` of the same forward pass (jit-friendly)."""
+  if config.scan_layers:
+    raise ValueError('forward_with_intermediates reads layer_i params; use scan_layers=False '
+                     '(`unstack_layers` converts scanned params).')
   logits, state = Decoder(config).apply(params, tokens_BxT, mutable=['intermediates'])
   sown = state['intermediates']
   layers = [sown[f'layer_{i}'] for i in range(config.num_layers)]
@@ -407,6 +438,20 @@ def forward_with_intermediates(config: DecoderConfig, params, tokens_BxT: jax.Ar
       hidden_states=tuple(sown['hidden_states']),
       attention_weights=tuple(layer['attn']['attention_weights'][0] for layer in layers),
       mlp_hidden=tuple(layer['mlp']['hidden'][0] for layer in layers if 'mlp' in layer))
+
+
+def stack_layers(params: dict, num_layers: int) -> dict:
+  """Unrolled params (`layer_0` ... `layer_{L-1}`) → the scanned layout (`layers`, leading L axis)."""
+  blocks = [params[f'layer_{i}'] for i in range(num_layers)]
+  rest = {k: v for k, v in params.items() if not k.startswith('layer_')}
+  return {**rest, 'layers': jax.tree.map(lambda *xs: jnp.stack(xs), *blocks)}
+
+
+def unstack_layers(params: dict, num_layers: int) -> dict:
+  """The scanned layout → unrolled params (the inverse of `stack_layers`)."""
+  rest = {k: v for k, v in params.items() if k != 'layers'}
+  return {**rest, **{f'layer_{i}': jax.tree.map(lambda x: x[i], params['layers'])
+                     for i in range(num_layers)}}
 
 
 def next_token_loss(logits_BxTxV: jax.Array, targets_BxT: jax.Array) -> jax.Array:
