@@ -248,6 +248,16 @@ class TrainerTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, 'opt.lr'):
       modular_addition.train_and_evaluate(tiny(opt__lr=0.5), workdir)
 
+  def test_a_field_added_since_the_run_resumes_at_its_old_behaviour_only(self):
+    asked = tiny().to_dict()
+    saved = tiny().to_dict()
+    del saved['train']['microbatches']   # a run saved before the field existed
+    trainer._check_same_run({'config': saved}, asked, 'w')   # 1 microbatch: what it did
+    asked['train']['microbatches'] = 2
+    with self.assertRaisesRegex(ValueError, 'train.microbatches=None; refusing to resume it with '
+                                            'train.microbatches=2'):
+      trainer._check_same_run({'config': saved}, asked, 'w')
+
   @parameterized.parameters(('model__hidden', 32, "model.hidden=16; refusing to resume it with "
                                                   "model.hidden=32"),
                             ('num_seeds', 3, 'num_seeds=2; refusing to resume it with num_seeds=3'))

@@ -524,18 +524,29 @@ RESUMABLE_CHANGES = ('train.steps', 'train.progress_every_secs', 'train.steps_pe
                      'train.tensorboard', 'mesh.sweep', 'mesh.data', 'mesh.shard_params')
 
 
+# Fields added to every config after runs were saved without them, with the value that reproduces
+# what those runs did: a saved config lacking the field resumes when the asked value is this one.
+FIELDS_ADDED_SINCE = {'train.microbatches': 1, 'mesh.shard_params': False}
+
+
 def _check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:
   """Refuses to resume a workdir whose checkpoints were made with other values of result-changing
   fields, naming each field with the saved and the asked value."""
   saved = meta.get('config') or {}
   if not saved or not config_json:
     return
-  diff = [f for f in differing_fields(saved, config_json) if f not in RESUMABLE_CHANGES]
+  def value(tree, dotted):
+    for part in dotted.split('.'):
+      tree = tree.get(part) if isinstance(tree, dict) else None
+    return tree
+
+  def same_as_before_the_field_existed(field):
+    return (field in FIELDS_ADDED_SINCE and value(saved, field) is None
+            and value(config_json, field) == FIELDS_ADDED_SINCE[field])
+
+  diff = [f for f in differing_fields(saved, config_json)
+          if f not in RESUMABLE_CHANGES and not same_as_before_the_field_existed(f)]
   if diff:
-    def value(tree, dotted):
-      for part in dotted.split('.'):
-        tree = tree.get(part) if isinstance(tree, dict) else None
-      return tree
     held = ', '.join(f'{f}={value(saved, f)!r}' for f in diff)
     asked = ', '.join(f'{f}={value(config_json, f)!r}' for f in diff)
     raise ConfigError(f'workdir {workdir} holds a run with {held}; refusing to resume it with '
