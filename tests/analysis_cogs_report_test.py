@@ -4,6 +4,7 @@ from absl.testing import absltest, parameterized
 import numpy as np
 
 from jaxdyn.analysis import cogs_report
+from jaxdyn.analysis import fourier
 from jaxdyn.analysis import semiring as S
 from jaxdyn.experiments import modular_addition
 
@@ -38,6 +39,117 @@ class Table2Test(absltest.TestCase):
     self.assertEqual(row['order46_groups'], 6)
     self.assertAlmostEqual(row['factorable'], 5 / 6)
     self.assertAlmostEqual(row['named_forms'], 4 / 6)
+
+
+def order3_factor(a_row, b_row, c_row):
+  return np.array([a_row, b_row, c_row], complex)
+
+
+W3 = np.exp(2j * np.pi / 3)
+SYN = order3_factor([1, W3, W3 ** 2], [1, W3, W3 ** 2], [1, W3, W3 ** 2])
+
+
+class ReferenceClassifierTest(parameterized.TestCase):
+
+  def test_row_sem_is_the_standard_error(self):
+    members = [member(s, acc, ks) for s, acc, ks in ((1, 1.0, [1]), (2, 0.9, [1, 2]), (3, 0.8, []))]
+    row = cogs_report.table2_row(9, 1, members)
+    np.testing.assert_allclose(row['test_accuracy'], [0.9, np.std([1.0, 0.9, 0.8], ddof=1) / np.sqrt(3)])
+
+  def test_order2_names(self):
+    xi, nu = np.exp(0.4j), 0.8 * np.exp(0.5j)   # the paper's factors have a·b·c = 1 per column
+    for x, y, w, name in ((xi, 1j * np.conj(xi), -1j / abs(xi) ** 2, 'xi'), (1j, -1j, 1, 'nu_i'),
+                          (nu, -nu, -nu ** -2, 'nu'), (0.5, 0.7, 1 / 0.35, 'unknown')):
+      A = np.array([[1, x], [1, y], [1, w]], complex)
+      self.assertEqual(cogs_report.reference_classify(A), name)
+      self.assertEqual(cogs_report.reference_classify(A * np.array([[1.7, 0.4]])), name)   # positive scaling
+
+  def test_syn_tolerance_is_a_column_norm(self):
+    # (a, b) of column 1 turned by e^{±iθ} (a·b·c stays 1): each entry |e^{iθ} − 1| off ω₃. At θ = 0.11
+    # the column is 0.156 off in L2 norm, within the reference's 0.1·√3 = 0.173 ('syn'), while our
+    # rule (every entry within 0.1) falls back to 'syn_ab' because the c row is exact.
+    def turned(theta, column=1, rows=(0, 1)):
+      A = SYN.copy()
+      A[rows[0], column] *= np.exp(1j * theta)
+      A[rows[1], column] *= np.exp(-1j * theta)
+      return A
+    self.assertEqual(cogs_report.reference_classify(turned(0.11)), 'syn')
+    self.assertEqual(fourier.classify_order3(turned(0.11)), 'syn_ab')
+    self.assertEqual(cogs_report.reference_classify(turned(0.15)), 'syn_ab')   # 0.212 in norm
+    self.assertEqual(cogs_report.reference_classify(turned(0.3, column=2, rows=(2, 0))), 'unknown')
+
+  def test_syn_ab_needs_only_the_c_row_and_survives_the_node_signs(self):
+    alpha, beta = np.exp(0.9j), np.exp(-2.1j)
+    A = order3_factor([1, alpha * W3, beta * W3 ** 2], [1, W3 / alpha, W3 ** 2 / beta], [1, W3, W3 ** 2])
+    self.assertEqual(cogs_report.reference_classify(A), 'syn_ab')
+    self.assertEqual(cogs_report.reference_classify(np.conj(A)), 'syn_ab')
+    A[:2, 2] *= -1
+    self.assertEqual(cogs_report.reference_classify(A), 'syn_ab')
+    self.assertEqual(cogs_report.reference_classify(SYN * np.array([[-1], [-1], [1]])), 'syn')
+
+  @parameterized.parameters(4, 6)
+  def test_factorize_group_recovers_a_shuffled_product(self, m):
+    rng = np.random.default_rng(m)
+    half = m // 2
+    other = rng.normal(size=(3, half)) + 1j * rng.normal(size=(3, half))
+    ratio = np.array([0.4 + 1.1j, -0.7 + 0.2j, 1.3 - 0.5j])
+    F = np.concatenate([other, other * ratio[:, None]], axis=1)
+    F[:2, 1] *= -1                       # one node with (a, b) negated
+    perm = rng.permutation(m)
+    order2, factor, err = cogs_report.reference_factorize_group(F[:, perm])
+    self.assertLess(err, 1e-10)
+    # Up to which half comes first (ratio or 1/ratio) and the (a, b) sign of the second half.
+    got = [r for r in (order2[:, 1], 1 / order2[:, 1]) if np.isclose(r[2], ratio[2])]
+    self.assertLen(got, 1)
+    self.assertTrue(np.allclose(got[0][:2], ratio[:2]) or np.allclose(got[0][:2], -ratio[:2]), got)
+    np.testing.assert_allclose(factor[:, 0], 1)
+    # Noise on one node raises the error above the reference's cut 0.1·√(3m).
+    F[:, perm[0]] *= 3.0
+    self.assertGreater(cogs_report.reference_factorize_group(F)[2], 0.1 * np.sqrt(3 * m))
+
+  def test_published_columns_count_nu_i_syn_with_syn_ab(self):
+    d = 11
+    ks = S.positive_frequencies(d)   # 1..5: 1, 3, 5 order 4 (z_{ν=i} * z_ξ), 2, 4 order 6
+    params = S.to_weights(S.z_f46(d, ks[::2]))
+    for classifier in ('ours', 'reference'):
+      cols = cogs_report.classify_member(params, classifier)
+      self.assertEqual(cols['groups'], 5)
+      self.assertAlmostEqual(cols['nu_i*xi'], 3 / 5)
+      self.assertAlmostEqual(cols['nu_i*syn_ab'], 2 / 5)   # z_{ν=i} * z_syn (α = β = 1)
+      self.assertEqual(cols['nu*syn'], 0.0)
+      self.assertAlmostEqual(cols['order6_total'], 2 / 5)
+      self.assertEqual(cols['not_order46'], 0)
+      self.assertLess(cols['error4'], 1e-9)
+    self.assertEqual(cogs_report.classify_member(S.to_weights(S.z_f6(d)), 'reference')['nu*syn'], 1.0)
+    with self.assertRaisesRegex(ValueError, 'classifier'):
+      cogs_report.classify_member(params, 'theirs')
+
+  def test_published_columns_shares_of_factorable_groups(self):
+    Z_a = np.zeros((11, 20))
+    for k, (start, size) in {1: (0, 4), 2: (4, 6), 3: (10, 4), 4: (14, 5)}.items():   # k = 5: empty
+      Z_a[k, start:start + size] = 1.0
+    factors = {'forms': {1: (4, 'nonfactorable'), 2: (6, 'nu*syn'), 3: (4, 'nu*xi')},
+               'error4': 0.02, 'error6': 0.03}
+    cols = cogs_report.published_columns(Z_a, factors)
+    self.assertEqual(cols['not_order46'], 1)         # the group of 5 at k = 4
+    self.assertEqual(cols['nonfactorable4'], 0.5)
+    self.assertEqual(cols['nonfactorable6'], 0.0)
+    self.assertEqual(cols['nu*syn'], 0.5)
+    self.assertEqual(cols['others'], 0.5)            # 'nu*xi' is not a named order-4 form
+    self.assertEqual(cols['nu_i*xi'], 0.0)
+
+  def test_published_row_and_table(self):
+    seeds = [{**{k: 0.0 for k in cogs_report.PUBLISHED_COLUMNS}, 'order6_total': v, 'nu*syn': v,
+              'error4': e, 'groups': 11} for v, e in ((0.4, 0.001), (0.5, float('nan')), (0.3, 0.003))]
+    row = cogs_report.published_row(23, 9900, 'reference', seeds)
+    self.assertAlmostEqual(row['nu*syn'], 40.0)
+    self.assertAlmostEqual(row['nu*syn/sem'], 100 * np.std([0.4, 0.5, 0.3], ddof=1) / np.sqrt(3))
+    self.assertAlmostEqual(row['error4'], 0.2)       # × 10⁻², over the seeds with a value
+    table = cogs_report.published_markdown([row])
+    self.assertIn('| 23 | published (slide) | 5 | 0.00 ± 0.00 | 0.00 ± 0.00 | 5.71 ± 5.71 |', table)
+    self.assertIn('| 47.07 ± 1.88 | 11.31 ± 1.76 | 39.80 ± 2.11 | 1.82 ± 1.82 | 51.11 |', table)
+    self.assertIn('| 23 | ours, reference classifier, step 9900 | 3 |', table)
+    self.assertIn('| 40.00 ± 5.77 |', table)
 
 
 class ConstructionsTest(parameterized.TestCase):

@@ -98,6 +98,36 @@ class TheoremFourTest(absltest.TestCase):
     with self.assertRaises(ValueError):
       theory.c0_of_distribution(TokenDistribution(num_common=2))
 
+  def test_talk_form_is_the_printed_formula_and_four_times_the_paper_snap_branch(self):
+    kwargs = dict(num_tokens=10_000, num_next=3, lr_y=2.0, lr_z=0.5, c0=1.7)
+    t = np.array([0.0, 1e-5, 2.0, 50.0, 1e4])
+    log_term = np.log(np.maximum(10_000 * 2.0 * t / 3, 1.0))
+    np.testing.assert_allclose(theory.talk_form_b(t, **kwargs),
+                               np.log(1.7 + 2 * 3 * 0.25 * log_term ** 2))
+    self.assertAlmostEqual(float(theory.talk_form_b(1e-5, **kwargs)), np.log(1.7))   # log clipped
+    # The paper's Eq. 14 (with ¼ and (M−1)²/M²) at C0 = 1: the slide's form is 4× it at large M.
+    late = np.array([50.0, 1e3, 1e5])
+    kwargs['c0'] = 1.0
+    _, snap = theory.predicted_b_regimes(late, **kwargs)
+    np.testing.assert_allclose(theory.talk_form_b(late, **kwargs), 4 * snap, rtol=1e-3)
+
+  def test_talk_setting_stays_in_the_slides_range(self):
+    # The slide's curves (ν = 1, M = 10000, η_Z = η_Y ∈ {0.5, …, 8}, t ≤ 50) stay below 1.6; the
+    # exact integral with K = 1 and C0 = 1 does, rising with η at every t (the caption's "larger
+    # learning rate leads to faster phase transition").
+    t = np.linspace(0.5, 50, 100)
+    curves = np.array([theory.predicted_b(t, lr_y=lr, lr_z=lr, **theory.TALK_SETTING)
+                       for lr in theory.TALK_LEARNING_RATES])
+    self.assertTrue(np.all(np.diff(curves, axis=0) > 0))
+    np.testing.assert_array_less(curves[:, -1], 1.6)
+    np.testing.assert_array_less(1.35, curves[:, -1])
+    printed = theory.talk_form_b(50.0, lr_y=1.0, lr_z=1.0, **theory.TALK_SETTING)
+    self.assertGreater(printed, 3 * 1.6)   # the slide's printed ln(…) is off its own plot's scale
+    table = theory.talk_closed_form_markdown((1, 50)).splitlines()
+    self.assertLen(table, 2 + len(theory.TALK_LEARNING_RATES))
+    b50 = float(theory.predicted_b(50.0, lr_y=0.5, lr_z=0.5, **theory.TALK_SETTING))
+    self.assertTrue(table[2].startswith(f'| 0.5 | 36.841 | ') and f'| {b50:.3f} |' in table[2], table[2])
+
 
 class MeasurementTest(absltest.TestCase):
   dist = TokenDistribution(num_common=1, num_last=1, num_next_per_last=3, num_distinct_per_next=4)
@@ -212,6 +242,14 @@ class FiguresTest(absltest.TestCase):
     texts = [t.get_text() for t in fig.legends[0].get_texts()]
     self.assertEqual(texts[:2], ['η_Y/η_Z = 1', 'η_Y/η_Z = 5'])
     self.assertLen(texts, 2 + 4 + 1)   # ratios, what is drawn, t0
+
+  def test_talk_closed_form_figure_has_a_curve_per_learning_rate(self):
+    fig = drawn_figure(theory.plot_talk_closed_form, np.linspace(0, 50, 51), self.path,
+                       **theory.TALK_SETTING)
+    self.assertLen(fig.axes, 2)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    self.assertEqual(labels, [f'η_Z = η_Y = {lr:g}' for lr in theory.TALK_LEARNING_RATES])
+    self.assertLen(fig.axes[1].get_lines(), 3 * len(theory.TALK_LEARNING_RATES))
 
   def test_entropy_vs_lr_ticks_at_the_rates_with_one_legend(self):
     lines = {f'η_Y/η_Z={r:g}': ([0.5, 1.0, 2.0], [2.0, 1.9, 1.7], [0.01, 0.02, 0.01])

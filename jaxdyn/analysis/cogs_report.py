@@ -1,22 +1,35 @@
 """Tables of the CoGS study (Tian 2024, arXiv 2410.01779): Table 2 rows from per-seed Fourier summaries
-(`modular_addition.fourier_summary`), the widths / losses of the constructed global optimisers and the
-Occam's-razor path (launch/cogs_table2.py, launch/cogs_constructions.py), and how trained networks
-cancel the order-4 offset (launch/cogs_offsets.py)."""
+(`modular_addition.fourier_summary`), Table 2 with the published columns under both form classifiers
+(ours, `fourier.factorize_solution`, and the reference's, re-implemented below), the widths / losses of
+the constructed global optimisers and the Occam's-razor path (launch/cogs_table2.py,
+launch/cogs_constructions.py), and how trained networks cancel the order-4 offset
+(launch/cogs_offsets.py). Every ± here is the standard error over seeds (std with ddof = 1 over √n), the
+statistic of the published table."""
+
+import itertools
+import math
 
 import numpy as np
 
+from jaxdyn.analysis import fourier
 from jaxdyn.analysis import semiring as S
 from jaxdyn.core import results
 
 
+def _mean_sem(values) -> list[float]:
+  """[mean, standard error over seeds] (std with ddof = 1 divided by √n; NaN for one seed)."""
+  v = np.asarray(values, float)
+  sem = float(np.std(v, ddof=1) / math.sqrt(len(v))) if len(v) > 1 else float('nan')
+  return [float(np.mean(v)), sem]
+
+
 def table2_row(d: int, step: int, members: list[dict]) -> dict:
-  """One row of the table: seed means (± std over seeds) and, pooled over seeds, the order-4 / order-6
+  """One row of the table: seed means (± sem over seeds) and, pooled over seeds, the order-4 / order-6
   groups that factor as order-2 × order-2 / order-3 ('factorable'), those whose factors are all named
   constructions (z_ν, z_{ν=i}, z_ξ, z_syn, z_{syn,αβ}: 'named_forms'), and the mean factorisation
   errors."""
   def stat(key):
-    v = np.asarray([m[key] for m in members], float)
-    return [float(np.mean(v)), float(np.std(v))]
+    return _mean_sem([m[key] for m in members])
   forms = [form for m in members for form in m['forms'].values()]
   errors = {n: [m[f'error{n}'] for m in members if np.isfinite(m[f'error{n}'])] for n in (4, 6)}
   return {'d': d, 'step': step, 'seeds': [m['seed'] for m in members],
@@ -31,8 +44,8 @@ def table2_row(d: int, step: int, members: list[dict]) -> dict:
           'forms': {f: forms.count(f) for f in sorted(set(forms))}}
 
 
-def _percent(mean_std) -> str:
-  return f'{100 * mean_std[0]:.1f} ± {100 * mean_std[1]:.1f}'
+def _percent(mean_sem) -> str:
+  return f'{100 * mean_sem[0]:.1f} ± {100 * mean_sem[1]:.1f}'
 
 
 def _optional(value, spec: str) -> str:
@@ -55,8 +68,202 @@ TABLE2_COLUMNS = {   # header → a `table2_row` row's cell
 
 
 def table2_markdown(rows: list[dict]) -> str:
-  """Table 2 as markdown, one line per `table2_row`: seed means ± std in percent."""
+  """Table 2 as markdown, one line per `table2_row`: seed means ± sem in percent."""
   return results.markdown_table(rows, TABLE2_COLUMNS)
+
+
+# --------------------------------------------------------------------------- Table 2 as published
+
+# CoGS Table 2 as printed in the talks (shared/seeds/002, 003, slide "Gradient Descent solutions matches
+# with construction"; q = 512, wd = 5e-5, 5 seeds): per d, (mean, ± = standard error over seeds). The
+# order-4 / order-6 and error columns are in percent of the groups / × 10⁻²; "not order-4/6" is what the
+# reference prints for it: a count of frequencies per seed (its `print_row` leaves `0_*` keys unscaled).
+PUBLISHED_TABLE2 = {
+    23: {'not_order46': (0.0, 0.0), 'nonfactorable4': (0.00, 0.00), 'nonfactorable6': (5.71, 5.71),
+         'error4': (0.05, 0.01), 'error6': (4.80, 0.96), 'nu_i*xi': (47.07, 1.88),
+         'nu_i*syn_ab': (11.31, 1.76), 'nu*syn': (39.80, 2.11), 'others': (1.82, 1.82)},
+    71: {'not_order46': (0.0, 0.0), 'nonfactorable4': (0.00, 0.00), 'nonfactorable6': (0.00, 0.00),
+         'error4': (0.03, 0.00), 'error6': (5.02, 0.25), 'nu_i*xi': (72.57, 0.70),
+         'nu_i*syn_ab': (4.00, 1.14), 'nu*syn': (21.14, 2.14), 'others': (2.29, 1.07)},
+    127: {'not_order46': (0.0, 0.0), 'nonfactorable4': (1.50, 0.92), 'nonfactorable6': (0.00, 0.00),
+          'error4': (0.26, 0.14), 'error6': (0.93, 0.18), 'nu_i*xi': (82.96, 0.39),
+          'nu_i*syn_ab': (2.25, 0.64), 'nu*syn': (14.13, 0.87), 'others': (0.66, 0.66)},
+}
+# Published column → (header, scale of our fraction to the printed unit).
+PUBLISHED_COLUMNS = {
+    'not_order46': ('not order 4/6 (count per seed)', 1.0),
+    'nonfactorable4': ('non-factorable order 4 (%)', 100.0),
+    'nonfactorable6': ('non-factorable order 6 (%)', 100.0),
+    'error4': ('error order 4 (×10⁻²)', 100.0),
+    'error6': ('error order 6 (×10⁻²)', 100.0),
+    'nu_i*xi': ('z_{ν=i} * z_ξ (%)', 100.0),
+    'nu_i*syn_ab': ('z_{ν=i} * z_{syn,αβ} (%)', 100.0),
+    'nu*syn': ('z_ν * z_syn (%)', 100.0),
+    'others': ('others (%)', 100.0),
+}
+REFERENCE_STEP = 9900   # the epoch whose weights the reference's table script analyses
+_ORDER6_IN_SYN_AB_COLUMN = ('nu_i*syn_ab', 'nu_i*syn')   # the reference counts both in that column
+
+
+def reference_factorize_group(F_3xm) -> tuple[np.ndarray, np.ndarray, float]:
+  """The reference's factorisation of one order-m group (`analyze_component_v2` in luckmatters
+  `cogo/factorize_sol.py`, re-implemented): the node ordering is the first one minimising the spread
+  of the c-row ratios (second half ÷ first half) alone; then every pair whose a-row ratio differs from
+  the first pair's by more than 0.2 has its first node's (a, b) negated (the (a, b, c) → (−a, −b, c)
+  symmetry); the error is the Frobenius spread of the 3 × m/2 ratios about their row means.
+  Returns (order-2 factor [1, mean ratio] per row (3, 2), other factor = first half ÷ its first column
+  (3, m/2), error). `fourier.factorize_group` instead searches orderings on all three rows."""
+  F = np.array(F_3xm, dtype=complex)
+  half = F.shape[1] // 2
+  perms = np.array(list(itertools.permutations(range(F.shape[1]))))
+  c_ratio = F[2, perms[:, :half]] / F[2, perms[:, half:]]
+  spread = np.sqrt((np.abs(c_ratio - c_ratio.mean(axis=1, keepdims=True)) ** 2).sum(axis=1))
+  F = F[:, perms[np.argmin(spread)]]
+  a_ratio = F[0, half:] / F[0, :half]
+  flip = np.flatnonzero(np.abs(a_ratio - a_ratio[0]) > 0.2)
+  F[:2, flip] *= -1
+  ratio = F[:, half:] / F[:, :half]
+  error = float(np.sqrt((np.abs(ratio - ratio.mean(axis=1, keepdims=True)) ** 2).sum()))
+  order2 = np.stack([np.ones(3, complex), ratio.mean(axis=1)], axis=1)
+  return order2, F[:, :half] / F[:, :1], error
+
+
+def reference_classify(A_3xn, tol: float = 0.1) -> str:
+  """The reference's name of a factor (`check_component`, re-implemented), columns first normalised to
+  a·b·c = 1. Order 2 ([1, x; 1, y; 1, w]): 'xi' (w = ±i), 'nu_i' (w = 1, x = ±i; its '4c'), 'nu'
+  (x = −y), each entry within `tol`. Order 3, after the sign fix (a, b of a column negated where Re a > 0)
+  and a conjugation making Im c₁ ≥ 0: 'syn' when both columns 1, 2 are within `tol`·√3 in L2 norm of
+  (ω₃, ω₃, ω₃) and its conjugate, else 'syn_ab' when only the c row is within `tol` (entry-wise).
+  Otherwise 'unknown' ('unnormalized' if a column's product is not 1, which normalising excludes)."""
+  A = fourier._column_normalise(np.array(A_3xn, dtype=complex))   # pylint: disable=protected-access
+  if np.any(np.abs(np.prod(A[:, 1:], axis=0) - 1) > tol):
+    return 'unnormalized'
+  if A.shape[1] == 2:
+    return fourier.classify_order2(A, tol)    # the same order-2 rules as ours
+  if A.shape[1] != 3:
+    raise ValueError(f'a factor has 2 or 3 columns, got {A.shape[1]}')
+  for j in (1, 2):
+    if A[0, j].real > 0:
+      A[:2, j] *= -1
+  if A[2, 1].imag < 0:
+    A = np.conj(A)
+  w3 = fourier.OMEGA3
+  if (np.linalg.norm(A[:, 1] - w3) < tol * math.sqrt(3)
+      and np.linalg.norm(A[:, 2] - np.conj(w3)) < tol * math.sqrt(3)):
+    return 'syn'
+  if abs(A[2, 1] - w3) < tol and abs(A[2, 2] - np.conj(w3)) < tol:
+    return 'syn_ab'
+  return 'unknown'
+
+
+# The reference orders a group's two factor names by its own strings ('order-2-4c' < 'order-2-nu' <
+# 'order-2-unknown' < ... < 'order-2-xi' < 'order-3-…'); these keys reproduce that order on our names.
+_REFERENCE_NAME_ORDER = {'nu_i': 0, 'nu': 1, 'unknown': 2, 'unnormalized': 3, 'xi': 4}
+
+
+def reference_factorize_solution(spec, threshold: float = fourier.SOLUTION_THRESHOLD) -> dict:
+  """Every order-4 / order-6 group of a trained net under the reference's rules (`analyze_solution`):
+  groups are the nodes whose |Z_a| peaks at k above `threshold` (`fourier.nodes_by_frequency`, as ours);
+  non-factorable when the error exceeds 0.1·√(3m). Returns what `fourier.factorize_solution` returns
+  ({'forms': {k: (order, name)}, 'error4', 'error6', 'nonfactorable4', 'nonfactorable6'})."""
+  forms, errs, nonfact = {}, {4: [], 6: []}, {4: [], 6: []}
+  for k, nodes in fourier.nodes_by_frequency(spec.Z_a, threshold).items():
+    m = len(nodes)
+    if m not in (4, 6):
+      continue
+    F = np.stack([np.asarray(z)[k, nodes] for z in spec])
+    order2, other, err = reference_factorize_group(F)
+    bad = err > 0.1 * math.sqrt(F.size)
+    nonfact[m].append(bad)
+    if bad:
+      forms[k] = (m, 'nonfactorable')
+      continue
+    errs[m].append(err)
+    names = [reference_classify(order2), reference_classify(other)]
+    if m == 4:
+      names.sort(key=lambda n: _REFERENCE_NAME_ORDER[n])
+    forms[k] = (m, '*'.join(names))
+  mean = lambda v: float(np.mean(v)) if v else float('nan')  # noqa: E731
+  return {'forms': forms, 'error4': mean(errs[4]), 'error6': mean(errs[6]),
+          'nonfactorable4': mean(nonfact[4]), 'nonfactorable6': mean(nonfact[6])}
+
+
+def published_columns(Z_a, factors: dict) -> dict:
+  """One seed's cells of the published Table 2 (the reference's `summarize46`), as fractions: from the
+  groups of `fourier.nodes_by_frequency(Z_a)` and a `factorize_solution`-shaped `factors` (either
+  classifier). The solution-distribution cells are shares of the factorable order-4/6 groups:
+  z_{ν=i} * z_ξ (order 4), z_{ν=i} * z_{syn,αβ} (order 6, with z_{ν=i} * z_syn counted here, as the
+  reference does), z_ν * z_syn (order 6), others. 'not_order46' counts frequencies whose group size is
+  neither 0, 4 nor 6 (a count, as printed); 'order6_total' = the two order-6 cells together."""
+  sizes = np.array([len(v) for v in fourier.nodes_by_frequency(Z_a).values()])
+  forms = list(factors['forms'].values())
+  n4, n6 = int(np.sum(sizes == 4)), int(np.sum(sizes == 6))
+  bad4 = sum(1 for m, f in forms if m == 4 and f == 'nonfactorable')
+  bad6 = sum(1 for m, f in forms if m == 6 and f == 'nonfactorable')
+  nfact = n4 + n6 - bad4 - bad6
+  share = lambda count: count / nfact if nfact else 0.0  # noqa: E731
+  nu_i_xi = sum(1 for m, f in forms if m == 4 and f == 'nu_i*xi')
+  syn_ab = sum(1 for m, f in forms if m == 6 and f in _ORDER6_IN_SYN_AB_COLUMN)
+  nu_syn = sum(1 for m, f in forms if m == 6 and f == 'nu*syn')
+  return {'not_order46': int(np.sum((sizes != 0) & (sizes != 4) & (sizes != 6))),
+          'nonfactorable4': bad4 / n4 if n4 else 0.0, 'nonfactorable6': bad6 / n6 if n6 else 0.0,
+          'error4': factors['error4'], 'error6': factors['error6'],
+          'nu_i*xi': share(nu_i_xi), 'nu_i*syn_ab': share(syn_ab), 'nu*syn': share(nu_syn),
+          'others': share(nfact - nu_i_xi - syn_ab - nu_syn), 'order6_total': share(syn_ab + nu_syn),
+          'groups': n4 + n6}
+
+
+def classify_member(params, classifier: str) -> dict:
+  """`published_columns` of one member's weights {'W_a', 'W_b', 'W_c'} under `classifier`: 'ours'
+  (`fourier.factorize_solution`) or 'reference' (`reference_factorize_solution`)."""
+  if classifier not in ('ours', 'reference'):
+    raise ValueError(f"classifier must be 'ours' or 'reference', got {classifier!r}")
+  spec = fourier.spectra({k: np.asarray(v, np.float64) for k, v in params.items()})
+  factorize = fourier.factorize_solution if classifier == 'ours' else reference_factorize_solution
+  return published_columns(spec.Z_a, factorize(spec))
+
+
+def published_row(d: int, step: int, classifier: str, seed_columns: list[dict]) -> dict:
+  """Seed means and standard errors (ddof = 1, ÷ √n: the reference's `print_row`) of every
+  `published_columns` cell, in the printed units (`PUBLISHED_COLUMNS`): {'d', 'step', 'classifier',
+  'seeds', <cell>: mean, '<cell>/sem': sem}. A seed with no factorable group of an order has a NaN
+  error there; the mean is over the other seeds (the reference's mean would be NaN)."""
+  row = {'d': d, 'step': step, 'classifier': classifier, 'seeds': len(seed_columns)}
+  scales = {**{k: s for k, (_, s) in PUBLISHED_COLUMNS.items()}, 'order6_total': 100.0, 'groups': 1.0}
+  for key, scale in scales.items():
+    values = np.array([c[key] for c in seed_columns], float) * scale
+    row[key], row[f'{key}/sem'] = _mean_sem(values[np.isfinite(values)]) if np.isfinite(
+        values).any() else (float('nan'), float('nan'))
+  return row
+
+
+def _cell(mean, sem) -> str:
+  if not np.isfinite(mean):
+    return '–'
+  return f'{mean:.2f} ± {sem:.2f}' if np.isfinite(sem) else f'{mean:.2f}'
+
+
+def published_markdown(rows: list[dict]) -> str:
+  """Table 2 as published beside ours: per d the published line, then one line per row of
+  `published_row` (classifier and step), every cell mean ± sem over seeds in the printed units; the
+  last column is the order-6 total (the two order-6 cells, 11.31 + 39.80 = 51.11 published at d = 23)."""
+  table = []
+  for d in sorted({r['d'] for r in rows}):
+    if d in PUBLISHED_TABLE2:
+      pub = PUBLISHED_TABLE2[d]
+      total = pub['nu_i*syn_ab'][0] + pub['nu*syn'][0]
+      table.append({'d': d, 'source': 'published (slide)', 'seeds': 5,
+                    **{k: _cell(*pub[k]) for k in PUBLISHED_COLUMNS},
+                    'order6_total': f'{total:.2f}', 'groups': '–'})
+    for r in (r for r in rows if r['d'] == d):
+      table.append({'d': d, 'source': f"ours, {r['classifier']} classifier, step {r['step']}",
+                    'seeds': r['seeds'],
+                    **{k: _cell(r[k], r[f'{k}/sem']) for k in (*PUBLISHED_COLUMNS, 'order6_total')},
+                    'groups': f"{r['groups']:.1f}"})
+  columns = {'d': 'd', 'source': 'source', 'seeds': 'seeds',
+             **{header: key for key, (header, _) in PUBLISHED_COLUMNS.items()},
+             'order 6 total (%)': 'order6_total', 'order-4/6 groups per seed': 'groups'}
+  return results.markdown_table(table, columns)
 
 
 def construction_rows(d: int) -> list[tuple[str, int, float]]:

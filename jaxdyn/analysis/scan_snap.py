@@ -43,6 +43,7 @@ import matplotlib.ticker
 import numpy as np
 
 from jaxdyn.core import figures
+from jaxdyn.core import results
 from jaxdyn.core.figures import plt
 from jaxdyn.data.scan_snap import TokenDistribution
 
@@ -341,3 +342,68 @@ def plot_b_curves(steps: np.ndarray, curves: dict[tuple[float, float], dict[str,
   fig.suptitle(f'Scan & Snap Theorem 4: M={dist.num_tokens}, K={dist.num_next}, one common token, '
                'zero init, plain SGD', fontsize=10)
   return figures.save(fig, path)
+
+
+# Theorem 4 as the talk shows it (shared/seeds/002, 003: slides "Attention frozen" / "Overall Picture of
+# the Training Dynamics", a plot of B_n(t) captioned "ν=1.0, M=10000" with η_Z = η_Y ∈ {0.5, 1, 2, 4, 8},
+# t = 0..50, and the formula B_n(t) ~ ln(C0 + 2K (η_Z/η_Y) ln²(M η_Y t / K))).
+
+TALK_SETTING = dict(num_tokens=10_000, num_next=1, c0=1.0)   # K and C0 are not on the slide (see docs)
+TALK_LEARNING_RATES = (0.5, 1.0, 2.0, 4.0, 8.0)              # η_Z = η_Y on the slide's curves
+
+
+def talk_form_b(t, *, num_tokens: int, num_next: int, lr_y: float, lr_z: float,
+                c0: float) -> np.ndarray:
+  """B_n(t) ~ ln(C0 + 2K (η_Z/η_Y) ln²(M η_Y t / K)): Theorem 4's t → ∞ form as printed on the talk's
+  slide, without the paper's factor ¼ and (M−1)²/M² (Eq. 14, `predicted_b_regimes`' snap branch adds
+  both). The logarithm is clipped at 0 where M η_Y t / K < 1."""
+  t = np.asarray(t, np.float64)
+  log_term = np.log(np.maximum(num_tokens * lr_y * t / num_next, 1.0))
+  return np.log(c0 + 2.0 * num_next * lr_z / lr_y * log_term ** 2)
+
+
+def plot_talk_closed_form(t, path: str, *, learning_rates=TALK_LEARNING_RATES, num_tokens: int,
+                          num_next: int, c0: float) -> str:
+  """The talk's Theorem 4 plot from the closed forms: left, the paper's exact integral (`predicted_b`,
+  App. F Eq. 129) for η_Z = η_Y = each of `learning_rates`, with t0 = 2K ln M / η_Y marked; right, the
+  same beside Eq. 14's snap branch (with ¼) and the slide's printed form (`talk_form_b`, without ¼)."""
+  t = np.asarray(t, np.float64)
+  fig, axes = plt.subplots(1, 2, figsize=(11.5, 4.0), layout='constrained')
+  colors = plt.cm.viridis(np.linspace(0, 0.85, len(learning_rates)))
+  kwargs = dict(num_tokens=num_tokens, num_next=num_next, c0=c0)
+  for color, lr in zip(colors, learning_rates):
+    exact = predicted_b(t, lr_y=lr, lr_z=lr, **kwargs)
+    axes[0].plot(t, exact, color=color, label=f'η_Z = η_Y = {lr:g}')
+    axes[0].axvline(transition_times(num_tokens, num_next, lr)[1], color=color, lw=0.6, alpha=0.6)
+    _, snap = predicted_b_regimes(t, lr_y=lr, lr_z=lr, **kwargs)
+    axes[1].plot(t, exact, color=color)
+    axes[1].plot(t, snap + 0.25 * np.log(c0), '--', color=color)
+    axes[1].plot(t, talk_form_b(t, lr_y=lr, lr_z=lr, **kwargs), ':', color=color, lw=1.6)
+  axes[0].set_title('paper: exact integral (App. F, Eq. 129)', fontsize=10)
+  axes[1].set_title('the same (—), Eq. 14 snap branch ¼ ln(…) (– –), the slide\'s ln(…) (···)',
+                    fontsize=9)
+  for ax in axes:
+    ax.set_xlabel('t')
+    ax.grid(alpha=0.3)
+  axes[0].set_ylabel('$B_n(t)$')
+  axes[0].legend(fontsize=8)
+  fig.suptitle(f'Scan & Snap Theorem 4 closed forms: M = {num_tokens}, K = {num_next}, C0 = {c0:g} '
+               '(t0 = 2K ln M / η_Y marked)', fontsize=10)
+  return figures.save(fig, path)
+
+
+def talk_closed_form_markdown(ts=(1, 2, 5, 10, 20, 50)) -> str:
+  """B_n(t) in the talk's setting (`TALK_SETTING`) for each η_Z = η_Y of the slide: t0, the paper's exact
+  integral (`predicted_b`) at the times `ts`, and the slide's printed form (`talk_form_b`) at the first
+  and last of them, as a markdown table."""
+  rows = []
+  for lr in TALK_LEARNING_RATES:
+    exact = predicted_b(np.asarray(ts, np.float64), lr_y=lr, lr_z=lr, **TALK_SETTING)
+    printed = talk_form_b(np.asarray(ts, np.float64), lr_y=lr, lr_z=lr, **TALK_SETTING)
+    rows.append({'lr': lr,
+                 't0': transition_times(TALK_SETTING['num_tokens'], TALK_SETTING['num_next'], lr)[1],
+                 **{f'paper t={t}': b for t, b in zip(ts, exact)},
+                 **{f'slide t={t}': b for t, b in zip(ts, printed) if t in (ts[0], ts[-1])}})
+  columns = {'η_Z = η_Y': 'lr', 't0 = 2K ln M / η_Y': 't0',
+             **{k: k for k in rows[0] if k not in ('lr', 't0')}}
+  return results.markdown_table(rows, columns, {k: '.3f' for k in columns if k != 'η_Z = η_Y'})
