@@ -226,6 +226,20 @@ class CorrelationTest(absltest.TestCase):
     shuffled = emb[rng.permutation(m)]
     self.assertLess(sp.normalized_correlation(shuffled, u).mean(), 0.8)
 
+  def test_eigenvector_fit_is_the_normalized_correlation(self):
+    rng = np.random.default_rng(2)
+    adj = graphs.random_graphs(rng, 1, 9, edge_prob=0.4)
+    edges, num_edges = graphs.edge_lists(adj)
+    _, evecs = sp.line_graph_spectrum(edges, num_edges, 9)
+    m = num_edges[0]
+    u = evecs[0, :m, 1:3]
+    emb = rng.normal(size=(m, 32)) + 3 * u @ rng.normal(size=(2, 32))
+    fit, r = sp.eigenvector_fit(emb, u)
+    np.testing.assert_allclose(r, sp.normalized_correlation(emb, u), atol=1e-12)
+    for j in range(2):   # the scatter's correlation is R
+      np.testing.assert_allclose(np.corrcoef(fit[:, j], u[:, j])[0, 1], r[j], atol=1e-10)
+    self.assertGreater(r.min(), 0.8)
+
 
 if __name__ == '__main__':
   absltest.main()

@@ -276,3 +276,34 @@ def embedding_vs_spectrum(embedding_ExD: np.ndarray, edges_Ex2: np.ndarray, num_
     out[f'shuffled_{k}'] = float(np.mean([normalized_correlation(
         embedding_ExD[rng.permutation(m)], u).mean() for _ in range(num_shuffles)]))
   return out
+
+
+def eigenvector_fit(embedding_ExD: np.ndarray, eigvecs_ExJ: np.ndarray,
+                    num_components: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+  """(fit E×J, R J): each centred eigenvector u_j against its least-squares fit by the leading
+  `num_components` (default J) principal components of the embedding; R is `normalized_correlation`
+  (the Pearson correlation of the two columns), the fit is what a scatter of u_j against it shows."""
+  x = embedding_ExD - embedding_ExD.mean(0)
+  k = eigvecs_ExJ.shape[1] if num_components is None else num_components
+  u, s, _ = np.linalg.svd(x, full_matrices=False)
+  pcs = u[:, :k] * s[:k]
+  y = eigvecs_ExJ - eigvecs_ExJ.mean(0)
+  fit = pcs @ np.linalg.lstsq(pcs, y, rcond=None)[0]
+  return fit, multiple_correlation(eigvecs_ExJ, pcs)
+
+
+def sln_on_graphs(adj_BxNxN: np.ndarray, num_nodes_B: np.ndarray, source_B: np.ndarray,
+                  target_B: np.ndarray, embedding: str = 'commute',
+                  dim: int | None = None) -> dict[str, np.ndarray]:
+  """SLN on given (padded) graphs and queries, e.g. a model's held-out rows: per row 'valid'
+  (reached), 'optimal' (reached in dist(source, target) steps, the BFS distance)."""
+  adj = np.asarray(adj_BxNxN, bool)
+  b, n, _ = adj.shape
+  edges, num_edges = graphs_lib.edge_lists(adj)
+  evals, evecs = line_graph_spectrum(edges, num_edges, n)
+  k = edges.shape[1] - 1 if dim is None and embedding == 'eigvecs' else dim
+  emb = spectral_embedding(evals, evecs, num_edges, embedding, k)
+  paths, reached = sln_walk(edges, num_edges, emb, source_B, target_B, n)
+  length = np.sum(paths >= 0, axis=1) - 1
+  dist = graphs_lib.bfs_distances(adj)[np.arange(b), source_B, target_B]
+  return {'valid': reached, 'optimal': reached & (length == dist)}

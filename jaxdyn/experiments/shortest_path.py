@@ -11,9 +11,14 @@ Metrics per evaluation (held-out graphs; greedy decoding inside jit, scored by t
   optimal_n{s}         `optimal` over the held-out graphs of s nodes
   heldout_loss, heldout_token_accuracy   teacher-forced, on the path tokens
 
-Report: figures/curves.png, and figures/edge_embedding.png with summary.json: the first layer's edge
-embedding (averaged over random edge orders) against the line graph's Laplacian eigenvectors
-(`analysis.spectral_paths.embedding_vs_spectrum`), for the trained and the initial parameters.
+  valid_n{s}           `valid` over the held-out graphs of s nodes
+
+Report (`write_report`): figures/curves.png; figures/optimal_by_size.png and summary.json: the final
+held-out rates by size, mean ± sem over seeds, beside the SLN (commute embedding) on the same held-out
+rows; figures/edge_embedding.png, figures/embedding_scatter.png: the first layer's edge embedding
+(averaged over random edge orders) against the line graph's Laplacian eigenvectors
+(`analysis.spectral_paths.embedding_vs_spectrum`), per seed, for the trained params, the same seed's
+initial params and the trained embedding with its edges shuffled (the chance level).
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
+import optax
 
 from jaxdyn.analysis import spectral_paths
+from jaxdyn.core import checkpoint
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
@@ -56,7 +63,10 @@ def default_config() -> ml_collections.ConfigDict:
   c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=128, num_heads=4,
                                            positions='rope'))
   c.opt = ml_collections.ConfigDict(dict(name='adamw', lr=3e-4, wd=0.01, b1=0.9, b2=0.999,
-                                         eps=1e-8, momentum=0.9))
+                                         eps=1e-8, momentum=0.9,
+                                         schedule='constant',    # constant | warmup_cosine
+                                         warmup_steps=0,         # linear warm-up from 0 (cosine)
+                                         final_lr_fraction=0.05))  # cosine ends at lr × this
   c.analysis = ml_collections.ConfigDict(dict(
       num_graphs=16,               # held-out graphs of the largest size for the embedding analysis
       num_orders=16,               # random edge orders averaged per graph
@@ -72,6 +82,17 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
   c.train.update(steps=30, eval_every=15, checkpoint_every=30, steps_per_dispatch=30)
 
 
+def _cpu(c: ml_collections.ConfigDict) -> None:
+  """About 15 CPU-minutes (2 seeds, nice'd, shared 2-core box): graphs of 5-8 nodes (at most 16
+  edges, 62 tokens), 2 layers d=64, AdamW 1e-3 with 100 warm-up steps and a cosine decay, batch 64,
+  5000 steps. Chosen by measurement (docs/reasoning.md, "Training the decoder")."""
+  c.data.update(sizes=(5, 6, 7, 8), max_edges=16, num_train=50_000, num_heldout=1_000)
+  c.model.update(d_model=64, num_heads=4)
+  c.opt.update(lr=1e-3, schedule='warmup_cosine', warmup_steps=100)
+  c.analysis.update(num_graphs=16, num_orders=16, dims=(2, 3, 4))
+  c.train.update(steps=5_000, eval_every=500, checkpoint_every=2_500, steps_per_dispatch=500)
+
+
 def _paper(c: ml_collections.ConfigDict) -> None:
   """The talk's task at GPU scale: 2 layers, graphs of 5-10 nodes, 400k rows, d=256, 60k steps.
   (The talk gives no widths or schedule: these are ours.)"""
@@ -80,7 +101,7 @@ def _paper(c: ml_collections.ConfigDict) -> None:
   c.train.update(steps=60_000, eval_every=2_000, checkpoint_every=10_000, steps_per_dispatch=10_000)
 
 
-VARIANTS = {'tiny': _tiny, 'paper': _paper}
+VARIANTS = {'tiny': _tiny, 'cpu': _cpu, 'paper': _paper}
 
 
 def check_values(config: ml_collections.ConfigDict) -> None:
@@ -107,11 +128,30 @@ def check_values(config: ml_collections.ConfigDict) -> None:
   config_lib.require_choice(config, 'model.positions', ('rope', 'learned'))
   config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
   config_lib.require_nonnegative(config, 'opt.wd')
+  config_lib.require_choice(config, 'opt.schedule', SCHEDULES)
+  config_lib.require(isinstance(config.opt.warmup_steps, int)
+                     and 0 <= config.opt.warmup_steps < config.train.steps, 'opt.warmup_steps',
+                     config.opt.warmup_steps, f'must be an int in [0, train.steps={config.train.steps})')
+  config_lib.require(0 <= config.opt.final_lr_fraction <= 1, 'opt.final_lr_fraction',
+                     config.opt.final_lr_fraction, 'must be in [0, 1]')
   config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
                      config.model.d_model, 'must be a multiple of model.num_heads')
   if config.model.positions == 'rope':
     config_lib.require((config.model.d_model // config.model.num_heads) % 2 == 0, 'model.d_model',
                        config.model.d_model, 'RoPE needs an even head dimension')
+
+
+SCHEDULES = ('constant', 'warmup_cosine')
+
+
+def learning_rate(config):
+  """`opt.lr`, or an optax schedule: linear warm-up over `opt.warmup_steps`, then a cosine decay to
+  `opt.lr × opt.final_lr_fraction` at `train.steps`."""
+  o = config.opt
+  if o.schedule == 'constant':
+    return o.lr
+  return optax.warmup_cosine_decay_schedule(0.0, o.lr, o.warmup_steps, config.train.steps,
+                                            o.lr * o.final_lr_fraction)
 
 
 def vocab(config) -> graphs.Vocab:
@@ -147,11 +187,13 @@ def evaluate(model, config, params, data) -> dict[str, jax.Array]:
                                   data['heldout_num_nodes'], data['heldout_source'],
                                   data['heldout_target'])
   optimal = checked['optimal'].astype(jnp.float32)
+  valid = checked['valid'].astype(jnp.float32)
   out = {'heldout_loss': loss, 'heldout_token_accuracy': aux['token_accuracy'],
          'valid': jnp.mean(checked['valid'].astype(jnp.float32)), 'optimal': jnp.mean(optimal)}
   for s in sizes:
     of_size = (data['heldout_num_nodes'] == s).astype(jnp.float32)
     out[f'optimal_n{s}'] = jnp.sum(optimal * of_size) / jnp.maximum(jnp.sum(of_size), 1.0)
+    out[f'valid_n{s}'] = jnp.sum(valid * of_size) / jnp.maximum(jnp.sum(of_size), 1.0)
   return out
 
 
@@ -171,35 +213,111 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   return trainer.Task(
       init_params=lambda key, hp: model_lib.init_params(model, key, t),
       loss_fn=lambda params, batch, hp: model_lib.path_loss(model, params, *batch),
-      make_optimizer=lambda hp: factory.make_optimizer(config.opt, config.opt.lr, config.opt.wd),
+      make_optimizer=lambda hp: factory.make_optimizer(config.opt, learning_rate(config),
+                                                       config.opt.wd),
       get_batch=get_batch, evaluate=lambda params, data: evaluate(model, config, params, data),
       hparams=experiment.member_grid(config), shared_data=shared)
 
 
-def embedding_analysis(config, params, seed: int = 0) -> dict[str, float]:
-  """`embedding_vs_spectrum` averaged over `analysis.num_graphs` held-out graphs of the largest size,
-  for one member's params: the hidden state after the first layer at each edge's <e> token."""
-  model, v = make_model(config), vocab(config)
-  cfg = model.config
-  hidden_fn = jax.jit(lambda tok: transformer.forward_with_intermediates(
+def first_layer_fn(config):
+  """jit(params, tokens B×T) -> the hidden states after the first block, B×T×D (one compile for
+  every params of this config)."""
+  cfg = make_model(config).config
+  return jax.jit(lambda params, tok: transformer.forward_with_intermediates(
       cfg, {'params': params}, tok)[1].hidden_states[1])
-  _, held = datasets(config)
+
+
+def edge_embeddings(config, params, seed: int = 0, *, held=None,
+                    layer_fn=None) -> list[tuple[np.ndarray, np.ndarray, int]]:
+  """[(embedding E×D, edges E×2, num_nodes)] for `analysis.num_graphs` held-out graphs of the largest
+  size, one member's params: the hidden state after the first layer at each edge's <e> token,
+  averaged over `analysis.num_orders` random edge orders (`spectral_paths.learned_edge_embedding`).
+  `held` (the held-out rows of `datasets`) and `layer_fn` (`first_layer_fn`) are made when absent."""
+  v = vocab(config)
+  layer_fn = layer_fn or first_layer_fn(config)
+  hidden_fn = lambda tok: layer_fn(params, tok)
+  held = datasets(config)[1] if held is None else held
   n = max(config.data.sizes)
   rows = np.flatnonzero(held['num_nodes'] == n)[:config.analysis.num_graphs]
   rng = np.random.default_rng(seed)
-  stats = []
+  out = []
   for i in rows:
     emb, edges = spectral_paths.learned_edge_embedding(
         hidden_fn, v, held['adj'][i], int(held['source'][i]), int(held['target'][i]), seq_len(config),
         config.data.max_edges, config.analysis.num_orders, rng)
-    stats.append(spectral_paths.embedding_vs_spectrum(emb, edges, n, tuple(config.analysis.dims),
-                                                      rng=rng))
+    out.append((emb, edges, n))
+  return out
+
+
+def embedding_analysis(config, params, seed: int = 0, **kw) -> dict[str, float]:
+  """`spectral_paths.embedding_vs_spectrum` averaged over the graphs of `edge_embeddings`:
+  'corr_k' (trained statistic), 'shuffled_k' (edges shuffled: chance level), 'num_edges'."""
+  rng = np.random.default_rng(seed)
+  stats = [spectral_paths.embedding_vs_spectrum(emb, edges, n, tuple(config.analysis.dims), rng=rng)
+           for emb, edges, n in edge_embeddings(config, params, seed, **kw)]
   keys = sorted({k for s in stats for k in s})
   return {k: float(np.mean([s[k] for s in stats if k in s])) for k in keys}
 
 
+def member_init(config, member: int):
+  """The initial params of sweep member `member` (the trainer's key: seed, fold_in 0)."""
+  model, t = make_model(config), seq_len(config)
+  key = jax.random.fold_in(jax.random.key(config.seed + member), 0)
+  return jax.jit(lambda k: model_lib.init_params(model, k, t))(key)
+
+
+def sln_by_size(config, held=None) -> dict[str, dict[int, float]]:
+  """SLN (commute embedding) on the experiment's held-out rows: {'optimal'|'valid': {size: rate}}."""
+  held = datasets(config)[1] if held is None else held
+  out = spectral_paths.sln_on_graphs(held['adj'], held['num_nodes'], held['source'], held['target'])
+  return {k: {int(s): float(np.mean(out[k][held['num_nodes'] == s])) for s in config.data.sizes}
+          for k in ('optimal', 'valid')}
+
+
+def _member(params, i: int):
+  """Member i's params as host arrays (no per-leaf device op)."""
+  return jax.tree.map(lambda a: np.asarray(a)[i], params)
+
+
+def _mean_sem(values) -> tuple[float, float]:
+  x = np.asarray(values, float)
+  sem = float(np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float('nan')
+  return float(np.mean(x)), sem
+
+
+def plot_scatter(config, params_by_label: dict, path: str, k: int = 2, **kw) -> str:
+  """Embedding vs eigenvector scatter on the first analysed graph: for each params (a column),
+  u_j against its fit by the k leading principal components of the edge embedding, j = 1..k."""
+  cols = list(params_by_label.items())
+  fig, axes = plt.subplots(1, len(cols), figsize=(3.6 * len(cols), 3.5), squeeze=False)
+  for ax, (label, params) in zip(axes[0], cols):
+    emb, edges, n = edge_embeddings(config, params, **kw)[0]
+    m = len(edges)
+    _, evecs = spectral_paths.line_graph_spectrum(edges[None], np.array([m]), n)
+    u = evecs[0, :, 1:k + 1]
+    if label.endswith('shuffled'):
+      emb = emb[np.random.default_rng(0).permutation(m)]
+    fit, r = spectral_paths.eigenvector_fit(emb, u)
+    for j in range(k):
+      ax.scatter(u[:, j] - u[:, j].mean(), fit[:, j], s=14, label=f'u_{j + 1}: R={r[j]:.2f}')
+    lim = np.abs(u - u.mean(0)).max() * 1.1
+    ax.plot([-lim, lim], [-lim, lim], color='gray', lw=0.8)
+    ax.set_title(label, fontsize=9)
+    ax.set_xlabel('eigenvector entry (edge)')
+    ax.set_ylabel(f'fit from {k} PCs of the embedding')
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+  fig.suptitle(f'layer-1 edge embedding vs line-graph Laplacian eigenvectors ({n} nodes, {m} edges)',
+               fontsize=9)
+  fig.tight_layout()
+  return figures.save(fig, path)
+
+
 def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
-  """figures/curves.png, figures/edge_embedding.png and summary.json (module docstring)."""
+  """figures/{curves,edge_embedding,embedding_scatter,optimal_by_size}.png and summary.json:
+  the final held-out rates by size (mean ± sem over seeds) beside SLN on the same held-out rows, and
+  the edge-embedding correlations per seed for the trained params, the same seed's initial params,
+  and the trained embedding with its edges shuffled."""
   figdir = os.path.join(result.workdir, 'figures')
   sizes = tuple(config.data.sizes)
   figures.plot_curves(result.history, result.members, path=os.path.join(figdir, 'curves.png'),
@@ -207,29 +325,85 @@ def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict)
                               'held-out paths': ['eval/valid', 'eval/optimal'],
                               'optimal by size': [f'eval/optimal_n{s}' for s in sizes]},
                       title=f'shortest paths, {config.model.num_layers}L d={config.model.d_model}')
-  member0 = jax.tree.map(lambda a: a[0], result.params)
-  init = model_lib.init_params(make_model(config),
-                               jax.random.fold_in(jax.random.key(config.seed), 0), seq_len(config))
-  trained, initial = embedding_analysis(config, member0), embedding_analysis(config, init)
+  num = len(result.members)
+  kw = dict(held=datasets(config)[1], layer_fn=first_layer_fn(config))
+  trained = [embedding_analysis(config, _member(result.params, i), seed=i,
+                                **kw) for i in range(num)]
+  initial = [embedding_analysis(config, member_init(config, i), seed=i, **kw) for i in range(num)]
   final = {k: float(np.nanmean(result.final(k))) for k in result.history if k.startswith('eval/')}
-  summary = {'final_mean_over_seeds': final, 'edge_embedding_trained': trained,
-             'edge_embedding_init': initial}
+  by_size = {name: {s: _mean_sem(result.final(f'eval/{name}_n{s}')) for s in sizes}
+             for name in ('valid', 'optimal')}
+  sln = sln_by_size(config, kw['held'])
+  dims = [k for k in config.analysis.dims if f'corr_{k}' in trained[0]]
+  corr = {f'{label}_{k}': _mean_sem([t[f'{key}_{k}'] for t in src])
+          for k in dims for label, src, key in (('trained', trained, 'corr'),
+                                                ('init', initial, 'corr'),
+                                                ('shuffled', trained, 'shuffled'))}
+  summary = {'final_mean_over_seeds': final, 'by_size_mean_sem': by_size, 'sln_commute': sln,
+             'correlation_mean_sem': corr, 'edge_embedding_trained': trained,
+             'edge_embedding_init': initial, 'num_seeds': num}
   results.write_json(os.path.join(result.workdir, 'summary.json'), summary)
-  dims = [k for k in config.analysis.dims if f'corr_{k}' in trained]
+
   fig, ax = plt.subplots(figsize=(5.5, 4))
   x = np.arange(len(dims))
-  for off, (label, src, key) in enumerate((('trained', trained, 'corr'),
-                                           ('initialisation', initial, 'corr'),
-                                           ('trained, edges shuffled', trained, 'shuffled'))):
-    ax.bar(x + (off - 1) * 0.27, [src[f'{key}_{k}'] for k in dims], width=0.27, label=label)
+  for off, label in enumerate(('trained', 'init', 'shuffled')):
+    mean = [corr[f'{label}_{k}'][0] for k in dims]
+    err = [corr[f'{label}_{k}'][1] if num > 1 else 0 for k in dims]
+    name = {'init': 'initialisation', 'shuffled': 'trained, edges shuffled'}.get(label, label)
+    ax.bar(x + (off - 1) * 0.27, mean, yerr=err, width=0.27, label=name)
+  ax.axhline(0.9, color='k', ls='--', lw=0.8, label='talk: > 0.9')
   ax.set_xticks(x, [f'k={k}' for k in dims])
   ax.set_ylabel('mean normalised correlation with u_1..u_k')
   ax.set_ylim(0, 1)
-  ax.set_title(f'edge embedding (layer 1) vs line-graph Laplacian, n={max(sizes)}', fontsize=9)
+  ax.set_title(f'edge embedding (layer 1) vs line-graph Laplacian, n={max(sizes)}, {num} seeds',
+               fontsize=9)
   ax.legend(fontsize=7)
   ax.grid(alpha=0.3)
   fig.tight_layout()
   figures.save(fig, os.path.join(figdir, 'edge_embedding.png'))
+
+  plot_scatter(config, {'trained (seed 0)': _member(result.params, 0),
+                        'initialisation (seed 0)': member_init(config, 0),
+                        'trained, edges shuffled': _member(result.params, 0)},
+               os.path.join(figdir, 'embedding_scatter.png'), k=min(2, min(dims or [2])), **kw)
+
+  fig, ax = plt.subplots(figsize=(5, 3.6))
+  s_arr = np.asarray(sizes)
+  for name, style in (('optimal', '-o'), ('valid', '--s')):
+    m_, e_ = zip(*[by_size[name][s] for s in sizes])
+    ax.errorbar(s_arr, 100 * np.asarray(m_), yerr=100 * np.nan_to_num(e_), fmt=style, ms=4,
+                capsize=2, label=f'trained model, {name}')
+  ax.plot(s_arr, [100 * sln['optimal'][s] for s in sizes], ':^', ms=4, label='SLN (commute), optimal')
+  ax.set_xlabel('nodes')
+  ax.set_ylabel('held-out queries (%)')
+  ax.set_title(f'{config.model.num_layers}L d={config.model.d_model}, step {int(result.history["step"][-1])}'
+               f' of {config.train.steps}, '
+               f'{num} seeds (mean ± sem)', fontsize=9)
+  ax.legend(fontsize=7)
+  ax.grid(alpha=0.3)
+  fig.tight_layout()
+  figures.save(fig, os.path.join(figdir, 'optimal_by_size.png'))
+  return summary
+
+
+def report_from_checkpoint(config: ml_collections.ConfigDict, workdir: str,
+                           step: int | None = None) -> dict:
+  """`write_report` for a run's checkpoint at `step` (default the latest), finished or interrupted:
+  the params from checkpoints/, the history from metrics.jsonl up to that step. Returns the summary,
+  with 'step' added."""
+  step, state = checkpoint.load_state(workdir, step)
+  records = results.read_records(workdir)
+  members = results.members_of(records)
+  history = results.history_from_records(records, len(members), up_to_step=step)
+  if history['step'][-1] != step:
+    raise ValueError(f'metrics.jsonl of {workdir} has no evaluation at the checkpoint step {step} '
+                     f'(last: {history["step"][-1]}); use a step that is a multiple of '
+                     f'train.eval_every={config.train.eval_every}')
+  result = trainer.TrainResult(state=state, history=history, members=members, workdir=workdir,
+                               wall_time_s=float('nan'))
+  summary = write_report(result, config)
+  summary['step'] = int(step)
+  results.write_json(os.path.join(workdir, 'summary.json'), summary)
   return summary
 
 
