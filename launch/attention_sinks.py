@@ -2,6 +2,7 @@
 
   python launch/attention_sinks.py --workdir=/tmp/sinks [--config=configs/attention_sinks.py:tiny]
       [--config.train.steps=1500] [--variants=vanilla,zero_sink,sink_token,sink_logit]
+  python launch/attention_sinks.py --workdir=/tmp/sinks --stats_only   # statistics of saved runs
 
 Trains each variant in `<workdir>/<variant>` (its streaming.md, streaming.json and figures there),
 then prints and writes `<workdir>/table.md` (streaming perplexity for every cache k+(C−k) and the
@@ -9,8 +10,12 @@ baselines, per variant, beside the paper's 160M row) and `<workdir>/perplexity_b
 (made by `jaxdyn.experiments.attention_sinks.compare_variants`).
 """
 
+import os
+
 from absl import app, flags
+import ml_collections
 from ml_collections import config_flags
+import numpy as np
 
 from jaxdyn.experiments import attention_sinks as lib
 from jaxdyn.models import attention_sinks as model_lib
@@ -19,12 +24,26 @@ _CONFIG = config_flags.DEFINE_config_file('config', 'configs/attention_sinks.py'
                                           'Experiment config (its variant is overridden).')
 _WORKDIR = flags.DEFINE_string('workdir', None, 'One subdirectory per sink variant is written here.')
 _VARIANTS = flags.DEFINE_list('variants', list(model_lib.VARIANTS), 'Sink variants to train.')
+_STATS_ONLY = flags.DEFINE_bool(
+    'stats_only', False, 'Train nothing: print the final attention and activation statistics of '
+    'the checkpoints already in <workdir>/<variant> (the config must be the runs\' config).')
 flags.mark_flag_as_required('workdir')
 
 
 def main(argv):
   del argv
-  print(lib.compare_variants(_CONFIG.value, _WORKDIR.value, tuple(_VARIANTS.value)))
+  if not _STATS_ONLY.value:
+    print(lib.compare_variants(_CONFIG.value, _WORKDIR.value, tuple(_VARIANTS.value)))
+    return
+  np.set_printoptions(precision=2, suppress=True)
+  for variant in _VARIANTS.value:
+    config = ml_collections.ConfigDict(_CONFIG.value.to_dict())
+    config.variant = variant
+    stats = lib.checkpoint_sink_metrics(config, os.path.join(_WORKDIR.value, variant))
+    print(f'{variant}: max α₀ per seed {stats["first_token_attention"].max(axis=(1, 2))}, '
+          f'sink score {stats["sink_score"]}')
+    for name in ('hidden_norm_ratio', 'hidden_max_ratio', 'value_norm_ratio'):
+      print(f'  {name} (seeds first)\n{stats[name]}')
 
 
 if __name__ == '__main__':

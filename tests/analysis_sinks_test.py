@@ -1,8 +1,9 @@
 """Tests of jaxdyn.analysis.sinks against independent computations."""
 
+import functools
 import os
 
-from absl.testing import absltest
+from absl.testing import absltest, parameterized
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,7 +18,23 @@ def causal_weights(key, batch=2, heads=3, length=6, kind='softmax'):
   return transformer.attention_weights(scores, mask, kind), scores, mask
 
 
-class SinksAnalysisTest(absltest.TestCase):
+def attention_only_decoder(**overrides):
+  """A decoder without MLPs, so that each block's residual update is its attention output alone."""
+  settings = dict(vocab_size=11, num_layers=2, d_model=16, num_heads=4, num_kv_heads=2,
+                  mlp='none', norm='rmsnorm', positions='rope', max_len=16)
+  config = transformer.DecoderConfig(**(settings | overrides))
+  params = transformer.Decoder(config).init(jax.random.key(3), jnp.zeros((1, 4), jnp.int32))
+  return config, params['params']
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def profile_of(config, params, x):
+  """One compiled forward: the sown intermediates and their activation profile."""
+  _, inter = transformer.forward_with_intermediates(config, {'params': params}, x)
+  return inter, sinks.activation_profile(config, params, inter)
+
+
+class SinksAnalysisTest(parameterized.TestCase):
 
   def test_attention_on_key_is_the_mean_over_queries_that_see_it(self):
     weights, _, _ = causal_weights(jax.random.key(0))
@@ -55,6 +72,68 @@ class SinksAnalysisTest(absltest.TestCase):
     np.testing.assert_allclose(centres, [4.5, 14.5])
     np.testing.assert_allclose(ppl, [2.0, 8.0])
 
+  @parameterized.parameters(dict(norm='rmsnorm', use_bias=False),
+                            dict(norm='layernorm', use_bias=True),
+                            dict(norm='rmsnorm', use_bias=False, norm_placement='post'))
+  def test_value_vectors_rebuild_each_blocks_attention_update(self, **overrides):
+    # Without MLPs (and pre-norm), h_{l+1} − h_l = W_out · Σ_s a_{t,s} v_s: the rebuilt values,
+    # read through the sown attention weights, must give back the block's update exactly. Post-norm
+    # normalises after the residual, so there the check is on the attention input itself.
+    config, params = attention_only_decoder(**overrides)
+    x = jax.random.randint(jax.random.key(4), (2, 7), 0, config.vocab_size)
+    _, inter = transformer.forward_with_intermediates(config, {'params': params}, x)
+    values = sinks.value_vectors(config, params, inter.hidden_states)
+    self.assertLen(values, config.num_layers)
+    group = config.num_heads // config.kv_heads
+    for layer in range(config.num_layers):
+      v = np.asarray(values[layer], np.float64)   # B×S×K×H
+      self.assertEqual(v.shape, (2, 7, config.kv_heads, config.dim_per_head))
+      a = np.asarray(inter.attention_weights[layer], np.float64)   # B×N×T×S
+      heads = np.stack([a[:, n] @ v[:, :, n // group] for n in range(config.num_heads)], axis=2)
+      out = params[f'layer_{layer}']['attn']['out']
+      update = heads.reshape(2, 7, -1) @ np.asarray(out['kernel'], np.float64)
+      if 'bias' in out:
+        update = update + np.asarray(out['bias'])
+      h_in, h_out = (np.asarray(inter.hidden_states[i], np.float64) for i in (layer, layer + 1))
+      if config.norm_placement == 'pre':
+        np.testing.assert_allclose(update, h_out - h_in, atol=1e-5, rtol=1e-4)
+      else:   # post-norm: values come straight from h_in
+        kernel = np.asarray(params[f'layer_{layer}']['attn']['value']['kernel'], np.float64)
+        np.testing.assert_allclose(v.reshape(2, 7, -1), h_in @ kernel, atol=1e-5, rtol=1e-4)
+
+  def test_activation_profile_and_first_position_ratios(self):
+    config, params = attention_only_decoder()
+    x = jax.random.randint(jax.random.key(5), (2, 8), 0, config.vocab_size)
+    inter, profile = profile_of(config, params, x)
+    hidden = np.stack([np.asarray(h, np.float64) for h in inter.hidden_states])   # (L+1)×B×T×D
+    np.testing.assert_allclose(profile['hidden_norm'],
+                               np.linalg.norm(hidden, axis=-1).mean(axis=1), rtol=1e-5)
+    np.testing.assert_allclose(profile['hidden_max'], np.abs(hidden).max(-1).mean(1), rtol=1e-5)
+    values = sinks.value_vectors(config, params, inter.hidden_states)
+    expected_v = np.stack([np.linalg.norm(np.asarray(v), axis=-1).mean(0).T for v in values])
+    self.assertEqual(profile['value_norm'].shape, (2, config.kv_heads, 8))   # L×K×T
+    np.testing.assert_allclose(profile['value_norm'], expected_v, rtol=1e-5)
+    # The ratio is position 0 over the median of the others.
+    ratios = sinks.first_position_ratios(
+        {'hidden_norm': jnp.array([[10.0, 1.0, 2.0, 3.0], [1.0, 4.0, 2.0, 100.0]]),
+         'value_norm': jnp.array([[[0.5, 2.0, 1.0, 4.0]]])})
+    np.testing.assert_allclose(ratios['hidden_norm_ratio'], [5.0, 0.25])
+    np.testing.assert_allclose(ratios['value_norm_ratio'], [[0.25]])
+
+  def test_a_massive_first_token_shows_in_the_ratios(self):
+    # Plant a huge embedding for token 0 and put it first: its residual norm towers over the
+    # median position's in every block (RMSNorm then scales it back before the value projection).
+    config, params = attention_only_decoder()
+    params = jax.tree.map(lambda p: p, params)   # a copy
+    params['embed']['embedding'] = params['embed']['embedding'].at[0].mul(1000.0)
+    x = jnp.concatenate([jnp.zeros((2, 1), jnp.int32),
+                         jax.random.randint(jax.random.key(6), (2, 7), 1, config.vocab_size)], 1)
+    _, profile = profile_of(config, params, x)
+    ratios = sinks.first_position_ratios(profile)
+    self.assertTrue(np.all(np.asarray(ratios['hidden_norm_ratio']) > 100), ratios)
+    # without the attention norm the value ratio would be ~1000 as well
+    self.assertTrue(np.all(np.asarray(ratios['value_norm_ratio']) < 10), ratios)
+
   def test_figures_are_written(self):
     tmp = self.create_tempdir().full_path
     weights, _, _ = causal_weights(jax.random.key(2))
@@ -63,7 +142,11 @@ class SinksAnalysisTest(absltest.TestCase):
         sinks.plot_first_token_attention(np.arange(3), np.random.rand(3, 2, 3),
                                          os.path.join(tmp, 'alpha.png')),
         sinks.plot_perplexity_by_position({'a': (np.arange(4), np.ones(4) * 3)},
-                                          os.path.join(tmp, 'ppl.png'), trained_context=2)]
+                                          os.path.join(tmp, 'ppl.png'), trained_context=2),
+        sinks.plot_activation_profile({'hidden_norm': np.random.rand(3, 5) + 1,
+                                       'hidden_max': np.random.rand(3, 5) + 1,
+                                       'value_norm': np.random.rand(2, 2, 5) + 1},
+                                      os.path.join(tmp, 'profile.png'))]
     for path in paths:
       self.assertTrue(os.path.getsize(path) > 0)
 

@@ -4,6 +4,7 @@ import json
 import os
 
 from absl.testing import absltest, parameterized
+import jax
 import numpy as np
 
 from jaxdyn.core.config import ConfigError
@@ -58,7 +59,37 @@ class AttentionSinksExperimentTest(parameterized.TestCase):
     self.assertEqual(lib.held_out_streams(config).shape, (2, 5 * 6 + 1))
     self.assertEqual(lib.eval_names(config)[:4], ['0+6', '1+5', '2+4', '4+2'])
 
+  def test_newline_crops_windows_and_streams_open_with_a_newline(self):
+    config = lib.get_config('tiny')
+    config.data.crop_start = 'newline'
+    lib.check_config(config)
+    windows = lib.held_out_windows(config, 3)
+    self.assertEqual(windows.shape, (3, config.data.seq_len + 1))
+    np.testing.assert_array_equal(windows[:, 0], lib.NEWLINE)
+    streams = lib.held_out_streams(config)
+    self.assertEqual(streams[0, 0], lib.NEWLINE)
+    self.assertEqual(streams.shape, (1, lib.stream_length(config)))
+    # the training batches: every crop starts at a newline of the training text
+    task = lib.build_task(config)
+    starts = task.shared_data['train_starts']
+    train = np.asarray(task.shared_data['train_tokens'])
+    np.testing.assert_array_equal(train[starts], lib.NEWLINE)
+    self.assertTrue(np.all(starts + config.data.seq_len + 1 <= len(train)))
+    batch = np.asarray(task.get_batch(task.shared_data, 3, jax.random.key(0)))
+    self.assertEqual(batch.shape, (config.data.batch_size, config.data.seq_len + 1))
+    np.testing.assert_array_equal(batch[:, 0], lib.NEWLINE)
+    random_batch = lib.build_task(lib.get_config('tiny')).get_batch(task.shared_data, 3,
+                                                                      jax.random.key(0))
+    self.assertFalse(np.all(np.asarray(random_batch)[:, 0] == lib.NEWLINE))
+    # disjoint windows: each starts at the first newline after the previous one ends
+    held_out = lib.kjv_tokens(config).held_out
+    newlines = lib.newline_starts(held_out, config.data.seq_len + 1)
+    self.assertEqual(int(newlines[0]), int(np.flatnonzero(held_out == lib.NEWLINE)[0]))
+    np.testing.assert_array_equal(windows[0], held_out[newlines[0]:newlines[0] + 9])
+
   @parameterized.parameters(
+      ('data.crop_start', lambda c: c.data.update(crop_start='sentence')),
+      ('data.crop_start', lambda c: c.data.update(crop_start='newline', tokenizer='words')),
       ('stream.num_sinks', lambda c: c.stream.update(num_sinks=(0, 8))),   # sinks fill the cache
       ('stream.num_sinks', lambda c: c.stream.update(cache_size=4, num_sinks=(1, 5))),
       ('stream.num_sinks', lambda c: c.stream.update(num_sinks=(-1,))),

@@ -9,6 +9,17 @@
                       the zero sink (softmax + 1) or the learned per-head logit instead of any token
   perplexity_by_position  exp of the mean NLL in bins of stream position (StreamingLLM's Fig. 3)
 
+Why sinks form, the massive-activation view (Sun et al., 2024, "Massive activations in large
+language models"; seed 004, "Super-activations"): a sink token carries a hidden state of very
+large norm in a few fixed dimensions and a *small* value vector, so that attending to it is a
+near no-op. From one forward pass:
+  value_vectors        each layer's values B×T×K×H, rebuilt from the sown residual stream and the
+                       params (the attention's input norm, then the value projection)
+  activation_profile   per position: residual-stream norm ‖h_t‖ and largest |h_{t,d}| after every
+                       block, value norm ‖v_t‖ per layer and KV head
+  first_position_ratios  position 0 against the median of the other positions (> 1: position 0
+                       is massive; < 1: its values are small)
+
 Shapes: L layers, B samples, N heads, T queries, S keys, E evaluations.
 """
 
@@ -16,11 +27,13 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
+import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
 from jaxdyn.core import figures
 from jaxdyn.core.figures import plt
+from jaxdyn.models import transformer
 
 SINK_THRESHOLD = 0.3
 
@@ -49,6 +62,73 @@ def sink_metrics(attention_weights: Sequence[jnp.ndarray], key: int = 0,
   alpha = jnp.stack([attention_on_key(w, key) for w in attention_weights])
   return {'first_token_attention': alpha, 'sink_score': sink_score(alpha, threshold),
           'virtual_sink_mass': jnp.stack([virtual_sink_mass(w) for w in attention_weights])}
+
+
+def value_vectors(config: transformer.DecoderConfig, params,
+                  hidden_states: Sequence[jnp.ndarray]) -> list[jnp.ndarray]:
+  """Each layer's value vectors (L arrays B×T×K×H), from the residual stream entering the layer
+  (`Intermediates.hidden_states[l]`) through its attention input norm (pre-norm) and `value`."""
+  values = []
+  for layer in range(config.num_layers):
+    p = params[f'layer_{layer}']
+    x = hidden_states[layer]
+    if config.norm != 'none' and config.norm_placement == 'pre':
+      norm_cls = nn.LayerNorm if config.norm == 'layernorm' else nn.RMSNorm
+      x = norm_cls(epsilon=config.norm_eps, dtype=config.dtype,
+                   param_dtype=config.param_dtype).apply({'params': p['attn_norm']}, x)
+    dense = p['attn']['value']
+    v = jnp.einsum('btd,df->btf', x, dense['kernel'])
+    if 'bias' in dense:
+      v = v + dense['bias']
+    values.append(v.reshape(v.shape[:2] + (config.kv_heads, config.dim_per_head)))
+  return values
+
+
+def activation_profile(config: transformer.DecoderConfig, params,
+                       intermediates: transformer.Intermediates) -> dict[str, jnp.ndarray]:
+  """Per position, averaged over samples: `hidden_norm` (L+1)×T (‖h_t‖ of the embeddings and after
+  every block), `hidden_max` (L+1)×T (the largest |h_{t,d}|, a massive activation's signature) and
+  `value_norm` L×K×T (‖v_t‖ per layer and KV head)."""
+  hidden = jnp.stack(intermediates.hidden_states).astype(jnp.float32)   # (L+1)×B×T×D
+  values = jnp.stack(value_vectors(config, params, intermediates.hidden_states))   # L×B×T×K×H
+  return {'hidden_norm': jnp.mean(jnp.linalg.norm(hidden, axis=-1), axis=1),
+          'hidden_max': jnp.mean(jnp.max(jnp.abs(hidden), axis=-1), axis=1),
+          'value_norm': jnp.swapaxes(jnp.mean(jnp.linalg.norm(values, axis=-1), axis=1), 1, 2)}
+
+
+def first_position_ratios(profile: Mapping[str, jnp.ndarray]) -> dict[str, jnp.ndarray]:
+  """Each profile entry (…×T) at position 0 over its median over positions 1..T−1: e.g.
+  `hidden_norm` (L+1,), `value_norm` (L×K). A sink's signature: large hidden ratios, small value
+  ratios."""
+  return {f'{name}_ratio': x[..., 0] / jnp.median(x[..., 1:], axis=-1)
+          for name, x in profile.items()}
+
+
+def plot_activation_profile(profile: Mapping[str, np.ndarray], path: str, title: str = '',
+                            max_positions: int = 64) -> str:
+  """Three panels against position: ‖h_t‖ after every block, max_d |h_{t,d}|, and ‖v_t‖ per layer
+  (mean over KV heads); position 0 is the leftmost point."""
+  hidden_norm = np.asarray(profile['hidden_norm'])[:, :max_positions]
+  hidden_max = np.asarray(profile['hidden_max'])[:, :max_positions]
+  value_norm = np.asarray(profile['value_norm']).mean(axis=1)[:, :max_positions]
+  fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+  x = np.arange(hidden_norm.shape[1])
+  stream_names = ['embeddings'] + [f'after block {i}' for i in range(hidden_norm.shape[0] - 1)]
+  layer_names = [f'layer {i}' for i in range(value_norm.shape[0])]
+  panels = ((hidden_norm, 'residual-stream norm ‖h_t‖', stream_names),
+            (hidden_max, 'largest activation max_d |h_t,d|', stream_names),
+            (value_norm, 'value norm ‖v_t‖ (mean over KV heads)', layer_names))
+  for ax, (y, label, names) in zip(axes, panels):
+    for row, name in zip(y, names):
+      ax.plot(x, row, lw=1, marker='.', ms=3, label=name)
+    ax.set_yscale('log')
+    ax.set_xlabel('position')
+    ax.set_title(label, fontsize=8)
+    ax.grid(alpha=0.3, which='both')
+    ax.legend(fontsize=6)
+  fig.suptitle(title, fontsize=9)
+  fig.tight_layout()
+  return figures.save(fig, path)
 
 
 def perplexity_by_position(nll_BxN: np.ndarray, num_bins: int) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,8 @@
 
 One run trains one sink variant (`models.attention_sinks.VARIANTS`: vanilla, zero_sink, sink_token,
 sink_logit), vmapped over seeds, on random crops of the King James Bible bytes (no fixed first
-token), then streams a held-out text `stream.length_factor` times longer than the cache through:
+token; `data.crop_start='newline'` starts every crop at a paragraph's newline instead), then
+streams a held-out text `stream.length_factor` times longer than the cache through:
 
   k+(C−k)       the sink + window cache with position rolling (`models/streaming.py`), for each k of
                 `stream.num_sinks` (0: window only), C = `stream.cache_size` (default: data.seq_len)
@@ -10,7 +11,9 @@ token), then streams a held-out text `stream.length_factor` times longer than th
   dense         dense attention over the whole stream (positions far past the trained context)
 
 During training: held-out perplexity, attention on position 0 per layer and head (α_0), the sink
-score (share of heads with α_0 > 0.3) and the mass sent to the virtual sink (`analysis/sinks.py`).
+score (share of heads with α_0 > 0.3), the mass sent to the virtual sink, and the massive-activation
+view: position 0's residual-stream norm, largest activation and value norm over the median
+position's (`analysis/sinks.py`).
 `compare_variants` runs the four variants with the same data, steps and seeds and writes the table
 of StreamingLLM's Sec. 3.3 (launch/attention_sinks.py).
 """
@@ -28,6 +31,7 @@ import numpy as np
 import optax
 
 from jaxdyn.analysis import sinks
+from jaxdyn.core import checkpoint
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
@@ -53,6 +57,9 @@ def default_config() -> ml_collections.ConfigDict:
   c.variant = 'vanilla'          # one of models.attention_sinks.VARIANTS
   c.data = ml_collections.ConfigDict(dict(
       tokenizer='bytes',         # bytes (vocab 256) or words (data.vocab_size − 1 words + <unk>)
+      crop_start='random',       # random: crops anywhere (no fixed first token); newline (bytes
+                                 # only): every crop, held-out window and stream starts with the
+                                 # '\n' that opens a KJV paragraph (a fixed first token, like BOS)
       vocab_size=4096,           # words only
       held_out_fraction=0.05,    # the last 5% of the KJV text
       seq_len=64,                # text tokens per training crop (the sink token adds one)
@@ -109,6 +116,10 @@ def check_values(config: ml_collections.ConfigDict) -> None:
   """The value rules of this experiment (fields, types and the schedule are checked for all)."""
   config_lib.require_choice(config, 'variant', model_lib.VARIANTS)
   config_lib.require_choice(config, 'data.tokenizer', ('bytes', 'words'))
+  config_lib.require_choice(config, 'data.crop_start', ('random', 'newline'))
+  config_lib.require(config.data.crop_start == 'random' or config.data.tokenizer == 'bytes',
+                     'data.crop_start', config.data.crop_start,
+                     "'newline' needs data.tokenizer='bytes' (words drop the newlines)")
   config_lib.require(config.data.vocab_size >= 2, 'data.vocab_size', config.data.vocab_size,
                      'must be >= 2 (<unk> and one word)')
   config_lib.require_positive(config, 'data.seq_len', 'data.batch_size', 'data.eval_windows',
@@ -136,13 +147,14 @@ def check_values(config: ml_collections.ConfigDict) -> None:
                      config.data.held_out_fraction, 'must be in (0, 1)')
   held_out = kjv_tokens(config).held_out
   try:
-    text.eval_windows(held_out, config.data.eval_windows, config.data.seq_len)
+    held_out_windows(config, config.data.eval_windows)
   except ValueError as e:
     config_lib.require(False, 'data.eval_windows', config.data.eval_windows, str(e))
-  needed = config.stream.num_streams * stream_length(config)
-  config_lib.require(needed <= len(held_out), 'stream.length_factor', config.stream.length_factor,
-                     f'{config.stream.num_streams} streams of {stream_length(config)} tokens need '
-                     f'{needed} held-out tokens; the split has {len(held_out)}')
+  try:
+    held_out_streams(config)
+  except ValueError as e:
+    config_lib.require(False, 'stream.length_factor', config.stream.length_factor,
+                       f'{e}; the held-out split has {len(held_out)} tokens')
 
 
 def kjv_tokens(config: ml_collections.ConfigDict) -> text.TextSplits:
@@ -179,11 +191,52 @@ def with_prefix(config: ml_collections.ConfigDict, tokens_BxT) -> jax.Array:
   return model_lib.with_prefix(config.variant, tokens_BxT, text_vocab_size(config))
 
 
+NEWLINE = ord('\n')
+
+
+def newline_starts(tokens: np.ndarray, length: int) -> np.ndarray:
+  """int32 indices of every newline byte followed by at least length − 1 more tokens."""
+  starts = np.flatnonzero(np.asarray(tokens) == NEWLINE)
+  return starts[starts + length <= len(tokens)].astype(np.int32)
+
+
+def _starts(config: ml_collections.ConfigDict, tokens: np.ndarray, count: int,
+            length: int) -> list[int]:
+  """Starts of `count` disjoint windows of `length` tokens: back to back from 0 (random crops) or
+  each at the first newline after the previous window (`data.crop_start='newline'`)."""
+  if config.data.crop_start == 'random':
+    starts = [i * length for i in range(count)]
+  else:
+    newlines, starts, position = newline_starts(tokens, length), [], 0
+    for _ in range(count):
+      later = newlines[newlines >= position]
+      if not later.size:
+        break
+      starts.append(int(later[0]))
+      position = starts[-1] + length
+  if len(starts) < count or (starts and starts[-1] + length > len(tokens)):
+    raise ValueError(f'{count} windows of {length} tokens ({config.data.crop_start} starts) do not '
+                     f'fit in {len(tokens)} held-out tokens')
+  return starts
+
+
+def held_out_windows(config: ml_collections.ConfigDict, count: int) -> np.ndarray:
+  """`count` held-out windows of seq_len + 1 tokens: `text.eval_windows` for random crops (one
+  shared boundary token each), disjoint windows each opening with a newline otherwise."""
+  held_out, seq_len = kjv_tokens(config).held_out, config.data.seq_len
+  if config.data.crop_start == 'random':
+    return text.eval_windows(held_out, count, seq_len)
+  return np.stack([held_out[s:s + seq_len + 1] for s in _starts(config, held_out, count,
+                                                                  seq_len + 1)])
+
+
 def held_out_streams(config: ml_collections.ConfigDict) -> np.ndarray:
-  """`stream.num_streams` consecutive held-out streams of `stream_length` tokens (text only)."""
+  """`stream.num_streams` held-out streams of `stream_length` tokens (text only): consecutive, or
+  each starting at a newline (`data.crop_start='newline'`)."""
   n = stream_length(config)
   held_out = kjv_tokens(config).held_out
-  return np.stack([held_out[i * n:(i + 1) * n] for i in range(config.stream.num_streams)])
+  return np.stack([held_out[s:s + n] for s in _starts(config, held_out,
+                                                         config.stream.num_streams, n)])
 
 
 def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
@@ -215,23 +268,29 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     return model_lib.loss(variant, model, params, crops_BxT1), {}
 
   def get_batch(data, step, key):
-    return text.random_crops(data['train_tokens'], jax.random.fold_in(key, step), batch_size,
-                             seq_len + 1)
+    key = jax.random.fold_in(key, step)
+    if config.data.crop_start == 'random':
+      return text.random_crops(data['train_tokens'], key, batch_size, seq_len + 1)
+    starts_B = jax.random.choice(key, data['train_starts'], (batch_size,))
+    return jax.vmap(lambda s: jax.lax.dynamic_slice_in_dim(data['train_tokens'], s,
+                                                          seq_len + 1))(starts_B)
 
   def evaluate(params, data):
     windows_WxT1 = data['held_out_windows']
     loss = model_lib.loss(variant, model, params, windows_WxT1)
     inputs = with_prefix(config, windows_WxT1[:num_attention, :-1])
     _, inter = transformer.forward_with_intermediates(dcfg, {'params': params}, inputs)
+    ratios = sinks.first_position_ratios(sinks.activation_profile(dcfg, params, inter))
     return {'loss': loss, 'perplexity': jnp.exp(loss),
-            **sinks.sink_metrics(inter.attention_weights, 0, threshold)}
+            **sinks.sink_metrics(inter.attention_weights, 0, threshold), **ratios}
 
   return trainer.Task(
       init_params=init_params, loss_fn=loss_fn, make_optimizer=lambda hp: make_optimizer(config),
       get_batch=get_batch, evaluate=evaluate, hparams=experiment.member_grid(config),
       shared_data={'train_tokens': splits.train,
-                   'held_out_windows': text.eval_windows(splits.held_out,
-                                                         config.data.eval_windows, seq_len)})
+                   'held_out_windows': held_out_windows(config, config.data.eval_windows),
+                   **({'train_starts': newline_starts(splits.train, seq_len + 1)}
+                      if config.data.crop_start == 'newline' else {})})
 
 
 def eval_names(config: ml_collections.ConfigDict) -> list[str]:
@@ -275,23 +334,33 @@ def streaming_report(params_by_member, members, config) -> tuple[list[dict], dic
 
 def final_sink_metrics(params_by_member, config) -> dict[str, np.ndarray]:
   """Per member, from its params on the attention windows: `first_token_attention` α_0 (S×L×N),
-  `sink_score` (S,) and `virtual_sink_mass` (S×L×N, the attention sent to no token)."""
-  windows = text.eval_windows(kjv_tokens(config).held_out, config.data.attention_windows,
-                              config.data.seq_len)
+  `sink_score` (S,), `virtual_sink_mass` (S×L×N, the attention sent to no token), and the
+  massive-activation view (`analysis.sinks.activation_profile`): the profiles `hidden_norm`,
+  `hidden_max` (S×(L+1)×T), `value_norm` (S×L×K×T) and their position-0 ratios."""
+  windows = held_out_windows(config, config.data.attention_windows)
   inputs = with_prefix(config, jnp.asarray(windows[:, :-1]))
   dcfg = decoder_config(config)
 
   def one(params):
     _, inter = transformer.forward_with_intermediates(dcfg, {'params': params}, inputs)
-    return sinks.sink_metrics(inter.attention_weights, 0, config.analysis.sink_threshold)
+    profile = sinks.activation_profile(dcfg, params, inter)
+    return {**sinks.sink_metrics(inter.attention_weights, 0, config.analysis.sink_threshold),
+            **profile, **sinks.first_position_ratios(profile)}
 
   return jax.tree.map(np.asarray, jax.jit(jax.vmap(one))(params_by_member))
+
+
+def checkpoint_sink_metrics(config: ml_collections.ConfigDict, run_workdir: str) -> dict:
+  """`final_sink_metrics` of the latest checkpoint in a finished run's workdir (no training, no
+  resume: for runs made before a statistic existed). `config` must describe that run."""
+  return final_sink_metrics(checkpoint.load_params(run_workdir), config)
 
 
 def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """streaming.json and streaming.md (perplexity per evaluation, mean ± sem over seeds); figures:
   perplexity_by_position.png, first_token_attention.png (α_0 over training, first seed),
-  attention_maps.png (first seed, first held-out window), curves.png."""
+  attention_maps.png (first seed, first held-out window), activation_profile.png (hidden-state
+  and value norms by position, first seed), curves.png."""
   out = result.workdir
   figdir = os.path.join(out, 'figures')
   rows, curves = streaming_report(result.params, result.members, config)
@@ -319,11 +388,15 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> di
                                      title + ' (seed 0)')
   params0 = jax.tree.map(lambda x: x[0], result.params)
   window = with_prefix(config, jnp.asarray(
-      text.eval_windows(kjv_tokens(config).held_out, 1, config.data.seq_len)[:, :-1]))
+      held_out_windows(config, 1)[:, :-1]))
   _, inter = transformer.forward_with_intermediates(decoder_config(config), {'params': params0},
                                                     window)
   sinks.plot_attention_maps([np.asarray(w) for w in inter.attention_weights],
                             os.path.join(figdir, 'attention_maps.png'), title)
+  sinks.plot_activation_profile({k: final[k][0] for k in ('hidden_norm', 'hidden_max',
+                                                          'value_norm')},
+                                os.path.join(figdir, 'activation_profile.png'),
+                                title + ' (seed 0, mean over the attention windows)')
   figures.plot_curves(result.history, result.members,
                       panels={'held-out perplexity': ('eval/perplexity',),
                               'sink score': ('eval/sink_score',)},
@@ -366,6 +439,19 @@ def report_summary(run_workdir: str) -> dict:
     return json.load(f)
 
 
+def crops_description(config: ml_collections.ConfigDict) -> str:
+  return 'random' if config.data.crop_start == 'random' else 'newline-first'
+
+
+def _seed_mean_extreme(summary: dict, key: str, reduce, skip_first: bool = False) -> float:
+  """`reduce` (max or min) of the seed mean of summary[key] (seeds first), NaN when absent;
+  `skip_first` drops the first row (the embeddings of a hidden-state ratio)."""
+  if key not in summary:
+    return float('nan')
+  mean = np.mean(np.asarray(summary[key], np.float64), axis=0)
+  return float(reduce(mean[1:] if skip_first else mean))
+
+
 def comparison_markdown(summaries: dict[str, dict], config: ml_collections.ConfigDict) -> str:
   """One row per variant: seed-mean perplexity (± sem) of every evaluation, the final sink score,
   the largest seed-mean α_0 of any head, the mean attention sent to the virtual sink (softmax + 1,
@@ -374,7 +460,10 @@ def comparison_markdown(summaries: dict[str, dict], config: ml_collections.Confi
   for variant, s in summaries.items():
     row = {'variant': variant, 'sink score': float(np.mean(s['final_sink_score'])),
            'max α₀': float(np.max(np.mean(s['final_first_token_attention'], axis=0))),
-           'virtual sink': float(np.mean(s.get('final_virtual_sink_mass', np.nan)))}
+           'virtual sink': float(np.mean(s.get('final_virtual_sink_mass', np.nan))),
+           # the massive-activation view: position 0 over the median position, seed means
+           'h0 ratio': _seed_mean_extreme(s, 'final_hidden_norm_ratio', np.max, skip_first=True),
+           'v0 ratio': _seed_mean_extreme(s, 'final_value_norm_ratio', np.min)}
     for r in s['table']:
       row[r['eval']] = r['perplexity']
       row[r['eval'] + '/sem'] = r['perplexity/sem']
@@ -385,13 +474,16 @@ def comparison_markdown(summaries: dict[str, dict], config: ml_collections.Confi
   columns = {'variant': 'variant', **{n: n for n in names},
              'sink score (α₀ > 0.3)': 'sink score', 'max α₀ (head)': 'max α₀',
              'virtual-sink mass': 'virtual sink',
+             'max ‖h₀‖/median (blocks)': 'h0 ratio', 'min ‖v₀‖/median (heads)': 'v0 ratio',
              'paper 160M, 0/1/2/4 sinks + window': 'paper'}
   m, d = config.model, config.data
   u = unit(config)
   head = (f'KJV {u}s, LLaMA decoder {m.num_layers} layers d {m.d_model} {m.num_heads} heads, '
-          f'trained on random {d.seq_len}-{u} crops, {config.train.steps} steps x batch '
+          f'trained on {crops_description(config)} {d.seq_len}-{u} crops, '
+          f'{config.train.steps} steps x batch '
           f'{d.batch_size}, {config.num_seeds} seeds; streams of {stream_length(config) - 1} '
           f'predicted {u}s, cache {cache_size(config)}. Perplexity per {u}, mean ± sem over '
           'seeds.\n\n')
   return head + results.markdown_table(rows, columns, {n: '.3f' for n in names} | {
-      'sink score (α₀ > 0.3)': '.2f', 'max α₀ (head)': '.3f', 'virtual-sink mass': '.3f'})
+      'sink score (α₀ > 0.3)': '.2f', 'max α₀ (head)': '.3f', 'virtual-sink mass': '.3f',
+      'max ‖h₀‖/median (blocks)': '.2f', 'min ‖v₀‖/median (heads)': '.2f'})
