@@ -7,7 +7,9 @@ from types import ModuleType
 
 EXPERIMENTS = ('modular_addition', 'li2_grokking', 'scan_snap', 'joma_contextual', 'joma_hierarchical',
                'reversal_curse', 'galore_pretrain', 'scan_snap_text', 'shortest_path',
-               'attention_sinks')
+               'attention_sinks',
+               'token_assorted',
+               'coconut')
 
 
 def get(name: str) -> ModuleType:

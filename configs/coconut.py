@@ -1,0 +1,16 @@
+"""Chain of continuous thought (Coconut) vs CoT, No-CoT and pause tokens on ProsQA-style graphs.
+
+  --config=configs/coconut.py         CPU-sized: graphs of 6-8 nodes, 2 layers d 32, 5 methods × 2 seeds, 1500 steps
+  --config=configs/coconut.py:tiny    seconds: graphs of 5-7 nodes, 1 layer d 16, every method, 12 steps
+  --config=configs/coconut.py:paper   the published setting: ≈ 23-node graphs, 17,886 questions,
+                                      GPT-2 small's shape from scratch, 50 epochs, 3 seeds
+
+The variants are defined in the experiment (`jaxdyn.experiments.coconut.VARIANTS`), so that a
+notebook gets the same configs without this file.
+"""
+
+from jaxdyn.experiments import coconut
+
+
+def get_config(arg=None):
+  return coconut.get_config(arg)

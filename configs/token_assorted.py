@@ -1,0 +1,15 @@
+"""Token Assorted at toy scale: latent codes (a VQ-VAE over trace chunks) mixed with text tokens.
+
+  --config=configs/token_assorted.py         CPU-sized: sums of 12 digits mod 3, L=3, K=64, 2-layer d=64, 1500 steps, 3 seeds
+  --config=configs/token_assorted.py:tiny    seconds: 6 digits, L=2, K=16, d=32, 30 steps (tests)
+  --config=configs/token_assorted.py:paper   GPU scale: 24 digits, L=4, K=64, 4-layer d=256, 20k steps, 5 seeds
+
+The variants are defined in the experiment (`jaxdyn.experiments.token_assorted.VARIANTS`), so that a
+notebook gets the same configs without this file.
+"""
+
+from jaxdyn.experiments import token_assorted
+
+
+def get_config(arg=None):
+  return token_assorted.get_config(arg)

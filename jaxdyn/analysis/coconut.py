@@ -1,0 +1,131 @@
+"""Probes of continuous thoughts (Coconut, Hao et al. 2024, Sec. 5 "Understanding the latent
+reasoning"; the talk's slides "What's inside?", "Let's probe!"; "Reasoning by superposition":
+[t_c] ∝ Σ_{v ∈ V_c} u_v).
+
+The continuous thought t_j (j = 0 .. M-1) is the input of latent slot j: the last hidden state
+before it (<bot>'s for j = 0). With the tied head, t_j · e_v is the logit the thought gives node v's
+token, the paper's "value" of a node. Nodes of a question are grouped per thought j by BFS distance
+from the entity (node 0):
+  FRONTIER            distance j + 1 (the nodes one more step of search reaches)
+  REACHABLE           reachable from the entity at any other distance (the entity itself excluded)
+  UNREACHABLE         not reachable from the entity
+The superposition picture predicts frontier > reachable-not-frontier > unreachable for each thought.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdyn.core.figures import plt
+from jaxdyn.core import figures
+from jaxdyn.models import coconut as model_lib
+
+FRONTIER, REACHABLE, UNREACHABLE = 0, 1, 2
+GROUP_NAMES = ('frontier', 'reachable, not frontier', 'unreachable')
+
+
+def node_groups(dist_BxN: np.ndarray, num_nodes_B: np.ndarray, num_thoughts: int) -> np.ndarray:
+  """B×M×N group of each node for each thought (module docstring); -1 for the entity and padding."""
+  dist = np.asarray(dist_BxN)
+  b, n = dist.shape
+  real = np.arange(n)[None, :] < np.asarray(num_nodes_B)[:, None]
+  out = np.full((b, num_thoughts, n), -1, np.int32)
+  for j in range(num_thoughts):
+    g = np.where(dist < 0, UNREACHABLE, np.where(dist == j + 1, FRONTIER, REACHABLE))
+    g = np.where(real & (np.arange(n)[None, :] > 0), g, -1)
+    out[:, j] = g
+  return out
+
+
+def group_scores(thoughts_BxMxD, node_emb_BxNxD, groups_BxMxN) -> np.ndarray:
+  """M×3: the mean inner product t_j · e_v over the questions' nodes of each group (NaN if none)."""
+  ip = np.einsum('bmd,bnd->bmn', np.asarray(thoughts_BxMxD), np.asarray(node_emb_BxNxD))
+  g = np.asarray(groups_BxMxN)
+  out = np.full((ip.shape[1], 3), np.nan)
+  for j in range(ip.shape[1]):
+    for k in range(3):
+      sel = g[:, j] == k
+      if sel.any():
+        out[j, k] = ip[:, j][sel].mean()
+  return out
+
+
+def ordering_rate(thoughts_BxMxD, node_emb_BxNxD, groups_BxMxN) -> np.ndarray:
+  """M: per thought, the share of questions (having all three groups) where the mean inner product
+  of the frontier exceeds that of the other reachable nodes, which exceeds the unreachable ones'."""
+  ip = np.einsum('bmd,bnd->bmn', np.asarray(thoughts_BxMxD), np.asarray(node_emb_BxNxD))
+  g = np.asarray(groups_BxMxN)
+  rates = np.full(ip.shape[1], np.nan)
+  for j in range(ip.shape[1]):
+    ok = []
+    for b in range(ip.shape[0]):
+      means = [ip[b, j][g[b, j] == k].mean() if np.any(g[b, j] == k) else np.nan for k in range(3)]
+      if not np.any(np.isnan(means)):
+        ok.append(means[0] > means[1] > means[2])
+    if ok:
+      rates[j] = np.mean(ok)
+  return rates
+
+
+def continuous_thoughts(cfg, params, seq: model_lib.Sequence, first_latent: int,
+                        max_latents: int) -> jax.Array:
+  """B×M×D: the thought fed into each latent slot (the hidden state before it)."""
+  _, _, h = model_lib.run_thoughts(cfg, params, seq, first_latent, max_latents)
+  return h[:, first_latent - 1:first_latent - 1 + max_latents]
+
+
+def attention_maps(cfg, params, seq: model_lib.Sequence, first_latent: int, max_latents: int):
+  """Per layer, the attention weights B×N×T×T of the whole layout with the thoughts in place (the
+  thoughts computed by the scan, then one uncached pass)."""
+  t = continuous_thoughts(cfg, params, seq, first_latent, max_latents)
+  x = model_lib.embed(params, seq.tokens_BxT)
+  slots = slice(first_latent, first_latent + max_latents)
+  use = (seq.feedback_B[:, None] & seq.valid_BxT[:, slots])[:, :, None]
+  x = x.at[:, slots].set(jnp.where(use, t, x[:, slots]))
+  _, _, attn = model_lib.forward(cfg, params, x, seq.positions_BxT, seq.valid_BxT,
+                                 with_attention=True)
+  return attn
+
+
+def plot_scores(scores_by_label: dict, path: str, title: str = '') -> str:
+  """One panel per label: mean inner product of thought j with each node group."""
+  fig, axes = plt.subplots(1, len(scores_by_label), figsize=(4.2 * len(scores_by_label), 3.4),
+                           squeeze=False)
+  for ax, (label, scores) in zip(axes[0], scores_by_label.items()):
+    j = np.arange(1, len(scores) + 1)
+    for k, name in enumerate(GROUP_NAMES):
+      ax.plot(j, scores[:, k], marker='o', ms=4, label=name)
+    ax.set_xlabel('continuous thought j')
+    ax.set_ylabel('mean  t_j · e_node')
+    ax.set_title(label, fontsize=9)
+    ax.set_xticks(j)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+  if title:
+    fig.suptitle(title, fontsize=9)
+  fig.tight_layout()
+  return figures.save(fig, path)
+
+
+def plot_attention(attn_layers, seq: model_lib.Sequence, first_latent: int, max_latents: int,
+                   path: str, example: int = 0, labels=None) -> str:
+  """Head-averaged attention of the latent slots, <eot> and the answer region over the present
+  positions of one example, one panel per layer."""
+  valid = np.asarray(seq.valid_BxT[example])
+  keys = np.flatnonzero(valid)
+  rows = keys[keys >= first_latent - 1]
+  fig, axes = plt.subplots(len(attn_layers), 1, figsize=(min(16, 0.12 * len(keys) + 3),
+                                                          1.2 + 0.28 * len(rows) * len(attn_layers)),
+                           squeeze=False)
+  for layer, ax in enumerate(axes[:, 0]):
+    a = np.asarray(attn_layers[layer][example]).mean(0)[np.ix_(rows, keys)]
+    ax.imshow(a, aspect='auto', cmap='viridis', vmin=0)
+    ax.set_yticks(range(len(rows)), [labels[r] if labels else str(r) for r in rows], fontsize=6)
+    ax.set_xticks(range(len(keys)), [labels[k] if labels else str(k) for k in keys], fontsize=5,
+                  rotation=90)
+    ax.set_title(f'layer {layer}: attention (head mean) of <bot>, thoughts, <eot>, answer',
+                 fontsize=8)
+  fig.tight_layout()
+  return figures.save(fig, path)

@@ -1,0 +1,264 @@
+"""ProsQA-style reachability questions on random DAGs (Coconut, Hao et al. 2024, appendix "ProsQA";
+the "Practical algorithms" talk, slide "Performance in ProsQA").
+
+Graph (the appendix's construction, written from its description; numpy, seeded):
+  nodes 0 and 1 are roots with labels 1 and 2; labels are bit masks, bit 1 "reachable from node 0",
+  bit 2 "reachable from node 1"; nodes are grouped by label {0, 1, 2, 3}. Each new node i draws its
+  number of parents k ~ Poisson(`parent_rate`), then its candidate parents:
+    with probability p_only  groups 0 ∪ 1   (it cannot become a descendant of node 1),
+    with probability p_only  groups 0 ∪ 2   (it cannot become a descendant of node 0),
+    otherwise                every earlier node;
+  k = min(k, #candidates) distinct parents are drawn with weights 1 + `depth_weight` · depth(c)
+  (depth: BFS distance from the nearest root, so deep nodes grow long chains); its label is the OR
+  of its parents' labels.
+Question: node 0 is the entity ("Tom"), the answer a node of group 1 (reachable from 0, not from 1),
+the distractor a node of group 2 (reachable from 1, not from 0): "Is Tom a <answer> or <distractor>?"
+in a random order. The reasoning chain is one shortest path 0 → answer, chosen uniformly among the
+shortest paths, written as statements "Tom is a c1. Every c1 is a c2. ...".
+
+Tokens (a symbolic vocabulary instead of GPT-2's BPE; one token per word that carries information):
+  PAD BOT EOT LATENT ANS EOS QUERY SEP | entities E_0.. | concepts C_0..
+  statement   x y SEP                 ("Every x is a y." / "Tom is a y.")
+  question    statements (edges in a random order) QUERY entity a b SEP
+  step        x y SEP                 (one edge of the chain)
+  answer      ANS target EOS          ("### Tom is a target")
+Concepts get distinct random concept tokens per graph and the entity a random entity token, so the
+model can only answer from the edges in its context. Arrays of a dataset (B questions):
+  question_BxQ   left-padded with PAD to Q = 3 · max_edges + 5 tokens
+  steps_BxSx3    the chain's statements, rows past `num_steps` are PAD; S = max_steps
+  num_steps_B, target_B, distractor_B (tokens), entity_B
+  node_token_BxN the token of each node (PAD past `num_nodes`), num_nodes_B, num_edges_B
+  adj_BxNxN      parent → child, dist_BxN BFS hops from node 0 (-1: unreachable)
+  num_shortest_B the number of shortest paths 0 → answer
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+
+import numpy as np
+
+PAD, BOT, EOT, LATENT, ANS, EOS, QUERY, SEP = range(8)
+SPECIALS = ('<pad>', '<bot>', '<eot>', '<latent>', '###', '<eos>', '<query>', '.')
+
+# The talk's slide "Performance in ProsQA": # Nodes 23.0, # Edges 36.0, Len. of Shortest Path 3.8,
+# # Shortest Paths 1.6; splits 17,886 / 300 / 500.
+PUBLISHED_STATS = {'nodes': 23.0, 'edges': 36.0, 'shortest_path_len': 3.8, 'num_shortest_paths': 1.6}
+PUBLISHED_SPLITS = (17_886, 300, 500)
+ANSWER_CHOICES = ('any', 'deepest')
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+  """The generator's law. `min_nodes..max_nodes` (uniform) nodes per graph; questions whose answer
+  is closer than `min_hops` to the entity, or whose graph has more than `max_edges` edges, are
+  redrawn."""
+  min_nodes: int = 20
+  max_nodes: int = 26
+  parent_rate: float = 1.5
+  p_only: float = 0.35
+  depth_weight: float = 1.5
+  min_hops: int = 1
+  answer: str = 'any'   # any: a uniform node of group 1; deepest: uniform among its farthest ones
+  max_edges: int = 60
+  max_steps: int = 12
+  num_entities: int = 8
+  num_concepts: int = 128
+
+  def __post_init__(self):
+    if not 3 <= self.min_nodes <= self.max_nodes:
+      raise ValueError(f'Spec needs 3 <= min_nodes <= max_nodes, got {self.min_nodes}, '
+                       f'{self.max_nodes}.')
+    if self.num_concepts < self.max_nodes - 1:
+      raise ValueError(f'Spec.num_concepts={self.num_concepts} must be >= max_nodes - 1 = '
+                       f'{self.max_nodes - 1} (distinct tokens per graph).')
+    if not 0 <= 2 * self.p_only <= 1:
+      raise ValueError(f'Spec.p_only={self.p_only} must be in [0, 0.5].')
+    if self.answer not in ANSWER_CHOICES:
+      raise ValueError(f'Spec.answer={self.answer!r} is not one of {ANSWER_CHOICES}.')
+    if self.min_hops < 1 or self.max_steps < self.min_hops:
+      raise ValueError(f'Spec needs 1 <= min_hops <= max_steps, got {self.min_hops}, '
+                       f'{self.max_steps}.')
+
+  @property
+  def vocab_size(self) -> int:
+    return len(SPECIALS) + self.num_entities + self.num_concepts
+
+  @property
+  def question_len(self) -> int:
+    return 3 * self.max_edges + 5
+
+  def entity_token(self, i):
+    return len(SPECIALS) + i
+
+  def concept_token(self, i):
+    return len(SPECIALS) + self.num_entities + i
+
+
+def sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float = 1.5,
+               p_only: float = 0.35, depth_weight: float = 1.5):
+  """One DAG of the appendix's construction: (parents: list of lists, labels (N,), depth (N,))."""
+  labels = [1, 2]
+  depth = [0, 0]
+  parents: list[list[int]] = [[], []]
+  groups: dict[int, list[int]] = {0: [], 1: [0], 2: [1], 3: []}
+  for idx in range(2, num_nodes):
+    k = int(rng.poisson(parent_rate))
+    r = rng.random()
+    if r <= p_only:
+      cand = groups[0] + groups[1]
+    elif r <= 2 * p_only:
+      cand = groups[0] + groups[2]
+    else:
+      cand = list(range(idx))
+    k = min(k, len(cand))
+    chosen: list[int] = []
+    if k:
+      w = 1.0 + depth_weight * np.asarray([depth[c] for c in cand], float)
+      chosen = sorted(int(c) for c in rng.choice(cand, size=k, replace=False, p=w / w.sum()))
+    label = 0
+    for c in chosen:
+      label |= labels[c]
+    parents.append(chosen)
+    labels.append(label)
+    depth.append(1 + min(depth[c] for c in chosen) if chosen else 0)
+    groups[label].append(idx)
+  return parents, np.asarray(labels), np.asarray(depth)
+
+
+def bfs_dist(children: list[list[int]], source: int) -> np.ndarray:
+  """Hops from `source` along the edges (-1: unreachable), by a plain queue BFS."""
+  dist = np.full(len(children), -1)
+  dist[source] = 0
+  queue = collections.deque([source])
+  while queue:
+    u = queue.popleft()
+    for v in children[u]:
+      if dist[v] < 0:
+        dist[v] = dist[u] + 1
+        queue.append(v)
+  return dist
+
+
+def count_shortest_paths(children: list[list[int]], dist: np.ndarray, source: int,
+                         target: int) -> int:
+  """Number of shortest paths source → target (dynamic programming over the BFS layers)."""
+  order = np.argsort(np.where(dist < 0, np.iinfo(np.int64).max, dist), kind='stable')
+  ways = np.zeros(len(children), np.int64)
+  ways[source] = 1
+  for u in order:
+    if dist[u] < 0:
+      break
+    for v in children[u]:
+      if dist[v] == dist[u] + 1:
+        ways[v] += ways[u]
+  return int(ways[target])
+
+
+def sample_shortest_path(rng, children, parents, dist, target) -> list[int]:
+  """A uniformly random shortest path 0 → target: walk back from the target, choosing each parent
+  on the previous BFS layer with probability ∝ its number of shortest paths from 0."""
+  ways = {}
+
+  def count(v):
+    if v not in ways:
+      ways[v] = 1 if dist[v] == 0 else sum(count(p) for p in parents[v] if dist[p] == dist[v] - 1)
+    return ways[v]
+
+  path = [target]
+  v = target
+  while dist[v] > 0:
+    prev = [p for p in parents[v] if dist[p] == dist[v] - 1]
+    w = np.asarray([count(p) for p in prev], float)
+    v = int(prev[rng.choice(len(prev), p=w / w.sum())])
+    path.append(v)
+  return path[::-1]
+
+
+def sample_question(rng: np.random.Generator, spec: Spec) -> dict:
+  """One question (graph, entity, answer, distractor, chain) as python objects; redraws until the
+  graph has an answer at >= min_hops, a distractor, at most max_edges edges and max_steps steps."""
+  while True:
+    n = int(rng.integers(spec.min_nodes, spec.max_nodes + 1))
+    parents, labels, _ = sample_dag(rng, n, spec.parent_rate, spec.p_only, spec.depth_weight)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for v, ps in enumerate(parents):
+      for p in ps:
+        children[p].append(v)
+    num_edges = sum(len(p) for p in parents)
+    dist = bfs_dist(children, 0)
+    answers = [v for v in range(1, n) if labels[v] == 1 and spec.min_hops <= dist[v] <= spec.max_steps]
+    distractors = [v for v in range(1, n) if labels[v] == 2]
+    if not answers or not distractors or num_edges > spec.max_edges or num_edges == 0:
+      continue
+    if spec.answer == 'deepest':
+      answers = [v for v in answers if dist[v] == max(dist[u] for u in answers)]
+    target = int(rng.choice(answers))
+    distractor = int(rng.choice(distractors))
+    path = sample_shortest_path(rng, children, parents, dist, target)
+    return dict(parents=parents, children=children, labels=labels, dist=dist, target=target,
+                distractor=distractor, path=path, num_nodes=n, num_edges=num_edges,
+                num_shortest=count_shortest_paths(children, dist, 0, target))
+
+
+def make_dataset(seed: int, size: int, spec: Spec) -> dict[str, np.ndarray]:
+  """`size` questions as padded token arrays (module docstring), deterministic in `seed`."""
+  rng = np.random.default_rng(seed)
+  q_len, s_max, n_max = spec.question_len, spec.max_steps, spec.max_nodes
+  out = dict(question=np.full((size, q_len), PAD, np.int32),
+             steps=np.full((size, s_max, 3), PAD, np.int32),
+             num_steps=np.zeros(size, np.int32), target=np.zeros(size, np.int32),
+             distractor=np.zeros(size, np.int32), entity=np.zeros(size, np.int32),
+             node_token=np.full((size, n_max), PAD, np.int32), num_nodes=np.zeros(size, np.int32),
+             num_edges=np.zeros(size, np.int32), adj=np.zeros((size, n_max, n_max), bool),
+             dist=np.full((size, n_max), -1, np.int32), num_shortest=np.zeros(size, np.int32))
+  for b in range(size):
+    q = sample_question(rng, spec)
+    n = q['num_nodes']
+    tok = np.empty(n, np.int64)
+    tok[0] = spec.entity_token(int(rng.integers(spec.num_entities)))
+    tok[1:] = spec.concept_token(rng.choice(spec.num_concepts, size=n - 1, replace=False))
+    edges = [(p, v) for v in range(n) for p in q['parents'][v]]
+    statements = [(tok[p], tok[v], SEP) for p, v in (edges[i] for i in rng.permutation(len(edges)))]
+    a, d = tok[q['target']], tok[q['distractor']]
+    if rng.random() < 0.5:
+      a, d = d, a
+    question = [t for s in statements for t in s] + [QUERY, tok[0], a, d, SEP]
+    out['question'][b, q_len - len(question):] = question
+    path = q['path']
+    for i, (u, v) in enumerate(zip(path[:-1], path[1:])):
+      out['steps'][b, i] = (tok[u], tok[v], SEP)
+    out['num_steps'][b] = len(path) - 1
+    out['target'][b], out['distractor'][b] = tok[q['target']], tok[q['distractor']]
+    out['entity'][b] = tok[0]
+    out['node_token'][b, :n] = tok
+    out['num_nodes'][b], out['num_edges'][b] = n, q['num_edges']
+    for p, v in edges:
+      out['adj'][b, p, v] = True
+    out['dist'][b, :n] = q['dist']
+    out['num_shortest'][b] = q['num_shortest']
+  return out
+
+
+def statistics(data: dict[str, np.ndarray]) -> dict[str, float]:
+  """The slide's four statistics (means over questions) beside the slide's names."""
+  return {'nodes': float(np.mean(data['num_nodes'])), 'edges': float(np.mean(data['num_edges'])),
+          'shortest_path_len': float(np.mean(data['num_steps'])),
+          'num_shortest_paths': float(np.mean(data['num_shortest']))}
+
+
+def decode(tokens, spec: Spec) -> str:
+  """Readable text of a token row (PAD dropped): specials by name, E3 / C17 for entities, concepts."""
+  words = []
+  for t in np.asarray(tokens).ravel():
+    t = int(t)
+    if t == PAD:
+      continue
+    if t < len(SPECIALS):
+      words.append(SPECIALS[t])
+    elif t < len(SPECIALS) + spec.num_entities:
+      words.append(f'E{t - len(SPECIALS)}')
+    else:
+      words.append(f'C{t - len(SPECIALS) - spec.num_entities}')
+  return ' '.join(words)

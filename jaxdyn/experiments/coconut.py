@@ -1,0 +1,379 @@
+"""Chain of continuous thought (Coconut) against CoT, No-CoT and pause tokens on ProsQA-style graphs
+(Hao et al. 2024; the "Practical algorithms" talk, slides "How to train Coconut?", "Performance in
+ProsQA").
+
+One run trains every method of `methods` × `num_seeds` seeds as one vmapped program: one decoder
+(`models/coconut.py`, the shared GPT-2-style decoder from scratch), questions from
+`data/prosqa.py`. Each member's method is data (`Task.data['method']`), and so is the curriculum
+stage: stage = (step // steps_per_epoch) // epochs_per_stage, where an epoch is num_train //
+batch_size steps over a fresh permutation of the training questions; the stage sets how many latent
+slots are present and how many reasoning steps are dropped (`coconut.method_layout`), so the whole
+curriculum is one compiled program. The optimizer is re-created (AdamW state and bias correction)
+every epoch, as the reference's `reset_optimizer: True` does (`curriculum.reset_optimizer`).
+
+Metrics per evaluation, on the validation and test questions, each method in its inference layout
+(the last stage: Coconut with max_latent_stage · c thoughts; CoT generating its chain):
+  {val,test}_accuracy   the token after the first generated ### is the answer (greedy)
+  test_tokens           generated tokens per question: thoughts + tokens before <eos>
+  train: loss, token_accuracy, stage
+Report: figures/curves.png, figures/accuracy.png, summary.json and table.md: final test accuracy
+and tokens per method, mean ± sem over seeds, beside the paper's Table 1 (ProsQA columns).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from jaxdyn.analysis import coconut as probes
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import experiment
+from jaxdyn.core import figures
+from jaxdyn.core import results
+from jaxdyn.core import trainer
+from jaxdyn.core.figures import plt
+from jaxdyn.data import prosqa
+from jaxdyn.models import coconut as model_lib
+
+# The talk's slide "Performance in ProsQA" (Table 1 of the paper, GPT-2): accuracy % (mean ± sd
+# over seeds as the paper states) and the number of generated tokens.
+PAPER_TABLE = {'cot': (77.5, 1.9, 49.4), 'no_cot': (76.7, 1.0, 8.2), 'icot': (98.2, 0.3, 8.2),
+               'pause': (75.9, 0.7, 8.2), 'coconut': (97.0, 0.3, 14.2),
+               'coconut_no_curriculum': (76.1, 0.2, 14.2), 'pause_as_thought': (96.6, 0.8, 8.2)}
+RESETS = ('epoch', 'stage', 'never')
+DEFAULT_METHODS = ('cot', 'no_cot', 'pause', 'coconut', 'coconut_no_curriculum')
+
+
+def default_config() -> ml_collections.ConfigDict:
+  """CPU-sized: graphs of 6-8 nodes, 2 layers d 32, five methods × 2 seeds, 12 epochs (1500 steps)."""
+  c = experiment.base_config('coconut', num_seeds=2, steps=1_500, eval_every=250,
+                             checkpoint_every=1_500, keep_checkpoints=1, steps_per_dispatch=250,
+                             progress_every_secs=60.0, tensorboard=False)
+  c.methods = DEFAULT_METHODS   # members: each method × each seed (models.coconut.METHODS)
+  c.data = ml_collections.ConfigDict(dict(
+      min_nodes=6, max_nodes=8,   # nodes per graph, uniform
+      parent_rate=1.8,            # Poisson mean of the parents of a new node (appendix: 1.5)
+      p_only=0.35,                # probability of each one-root-only candidate group (appendix)
+      depth_weight=1.5,           # parent weight 1 + depth_weight · depth (appendix)
+      min_hops=1,                 # answers closer to the entity are redrawn
+      answer='deepest',           # any | deepest node of group 1 (prosqa.ANSWER_CHOICES)
+      max_edges=12,               # graphs with more edges are redrawn (sets the question length)
+      max_steps=4,                # longest reasoning chain kept (sets the suffix length)
+      num_entities=4, num_concepts=16,
+      num_train=2_000, num_val=100, num_test=300,
+      seed=0,                     # data seed (train, val and test use seed, seed + 1, seed + 2)
+      batch_size=16))
+  c.curriculum = ml_collections.ConfigDict(dict(
+      c_thought=1,                # thoughts per replaced step (reference: 1)
+      max_latent_stage=3,         # last stage with steps left (reference: 6)
+      epochs_per_stage=2,         # reference: 5
+      reset_optimizer='epoch'))   # epoch (reference) | stage | never
+  c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=32, num_heads=4))
+  c.opt = ml_collections.ConfigDict(dict(lr=1e-3, wd=0.01, b1=0.9, b2=0.999, eps=1e-8))
+  c.eval = ml_collections.ConfigDict(dict(max_new_tokens=0))   # 0: 3 · max_steps + 3 (CoT's)
+  return c
+
+
+def _tiny(c: ml_collections.ConfigDict) -> None:
+  """Seconds: graphs of 5-7 nodes, 1 layer d 16, every method × 1 seed, 12 steps (tests)."""
+  c.num_seeds = 1
+  c.methods = model_lib.METHODS
+  c.data.update(min_nodes=5, max_nodes=7, max_edges=8, max_steps=3, num_entities=2,
+                num_concepts=8, num_train=32, num_val=8, num_test=8, batch_size=8)
+  c.curriculum.update(max_latent_stage=2, epochs_per_stage=1)
+  c.model.update(num_layers=1, d_model=16, num_heads=2)
+  c.train.update(steps=12, eval_every=6, checkpoint_every=12, steps_per_dispatch=12)
+
+
+def _paper(c: ml_collections.ConfigDict) -> None:
+  """The published setting: ProsQA-sized graphs (≈ 23 nodes), 17,886 / 300 / 500 questions, GPT-2
+  small's shape (from scratch, not pre-trained), lr 1e-4, batch 32 (reference: 128 on 4 GPUs × 32),
+  c 1, 5 epochs per stage, max_latent_stage 6, 50 epochs, 3 seeds."""
+  c.num_seeds = 3
+  c.data.update(min_nodes=20, max_nodes=26, parent_rate=1.8, min_hops=3, answer='deepest',
+                max_edges=60, max_steps=12, num_entities=8, num_concepts=128, num_train=17_886,
+                num_val=300, num_test=500, batch_size=32)
+  c.curriculum.update(max_latent_stage=6, epochs_per_stage=5)
+  c.model.update(num_layers=12, d_model=768, num_heads=12)
+  c.opt.update(lr=1e-4)
+  steps_per_epoch = 17_886 // 32
+  c.train.update(steps=50 * steps_per_epoch, eval_every=steps_per_epoch,
+                 checkpoint_every=5 * steps_per_epoch, steps_per_dispatch=steps_per_epoch)
+
+
+VARIANTS = {'tiny': _tiny, 'paper': _paper}
+
+
+def spec(config) -> prosqa.Spec:
+  d = config.data
+  return prosqa.Spec(min_nodes=d.min_nodes, max_nodes=d.max_nodes, parent_rate=d.parent_rate,
+                     p_only=d.p_only, depth_weight=d.depth_weight, min_hops=d.min_hops,
+                     answer=d.answer, max_edges=d.max_edges, max_steps=d.max_steps,
+                     num_entities=d.num_entities, num_concepts=d.num_concepts)
+
+
+def check_values(config: ml_collections.ConfigDict) -> None:
+  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
+  methods = tuple(config.methods)
+  config_lib.require(len(methods) > 0 and len(set(methods)) == len(methods)
+                     and all(m in model_lib.METHODS for m in methods), 'methods', methods,
+                     f'must be distinct names from {", ".join(model_lib.METHODS)}')
+  d = config.data
+  config_lib.require(3 <= d.min_nodes <= d.max_nodes, 'data.min_nodes', d.min_nodes,
+                     f'must be in [3, data.max_nodes={d.max_nodes}]')
+  config_lib.require(d.num_concepts >= d.max_nodes - 1, 'data.num_concepts', d.num_concepts,
+                     f'must be >= data.max_nodes - 1 = {d.max_nodes - 1}')
+  config_lib.require(0 <= d.p_only <= 0.5, 'data.p_only', d.p_only, 'must be in [0, 0.5]')
+  config_lib.require_choice(config, 'data.answer', prosqa.ANSWER_CHOICES)
+  config_lib.require(1 <= d.min_hops <= d.max_steps, 'data.min_hops', d.min_hops,
+                     f'must be in [1, data.max_steps={d.max_steps}]')
+  config_lib.require_positive(config, 'data.parent_rate', 'data.max_edges', 'data.num_entities',
+                              'data.num_train', 'data.num_val', 'data.num_test', 'data.batch_size',
+                              'curriculum.c_thought', 'curriculum.epochs_per_stage',
+                              'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr')
+  config_lib.require_nonnegative(config, 'data.depth_weight', 'curriculum.max_latent_stage',
+                                 'opt.wd', 'eval.max_new_tokens')
+  config_lib.require(d.batch_size <= d.num_train, 'data.batch_size', d.batch_size,
+                     f'must be <= data.num_train={d.num_train}')
+  config_lib.require_choice(config, 'curriculum.reset_optimizer', RESETS)
+  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
+                     config.model.d_model, 'must be a multiple of model.num_heads')
+  config_lib.require(config.eval.max_new_tokens == 0 or config.eval.max_new_tokens >= 3,
+                     'eval.max_new_tokens', config.eval.max_new_tokens,
+                     'must be 0 (automatic) or >= 3 (### answer <eos>)')
+
+
+def max_latents(config) -> int:
+  return config.curriculum.max_latent_stage * config.curriculum.c_thought
+
+
+def steps_per_epoch(config) -> int:
+  return config.data.num_train // config.data.batch_size
+
+
+def max_new_tokens(config) -> int:
+  return config.eval.max_new_tokens or 3 * config.data.max_steps + 3
+
+
+def sizes(config) -> tuple[int, int, int]:
+  """(first latent slot, first suffix slot, sequence length T)."""
+  return model_lib.layout_sizes(spec(config).question_len, max_latents(config),
+                                config.data.max_steps)
+
+
+def decoder_config(config):
+  first, _, t = sizes(config)
+  m = config.model
+  return model_lib.decoder_config(spec(config).vocab_size,
+                                  max(t, first + max_latents(config) + 1 + max_new_tokens(config)),
+                                  m.num_layers, m.d_model, m.num_heads)
+
+
+FIELDS = ('question', 'steps', 'num_steps', 'target')
+
+
+def datasets(config) -> dict[str, dict[str, np.ndarray]]:
+  """{'train', 'val', 'test'}: `prosqa.make_dataset` with seeds data.seed + 0, 1, 2."""
+  d, s = config.data, spec(config)
+  return {name: prosqa.make_dataset(d.seed + i, size, s)
+          for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
+                                            ('test', d.num_test)))}
+
+
+def make_sequence(config, rows: dict, method, stage) -> model_lib.Sequence:
+  """One method's layout at a curriculum stage for a batch of questions."""
+  latents, skip, markers, feedback = model_lib.method_layout(
+      method, stage, config.curriculum.max_latent_stage, config.curriculum.c_thought)
+  b = rows['target'].shape[0]
+  full = lambda v: jnp.broadcast_to(v, (b,))
+  return model_lib.build_sequence(rows['question'], rows['steps'], rows['num_steps'], rows['target'],
+                                  full(latents), full(skip), full(markers), full(feedback),
+                                  max_latents(config))
+
+
+FINAL_STAGE = 10_000   # past every curriculum stage: the inference layout
+
+
+def evaluate_split(config, cfg, params, rows, method) -> dict[str, jax.Array]:
+  """Greedy answers in the method's inference layout: accuracy and generated tokens (with thoughts)."""
+  first, _, _ = sizes(config)
+  seq = make_sequence(config, rows, method, FINAL_STAGE)
+  generated = model_lib.generate(cfg, params, seq, first, max_latents(config),
+                                 max_new_tokens(config))
+  correct, length = model_lib.score_answers(generated, rows['target'])
+  latents = model_lib.method_layout(method, FINAL_STAGE, config.curriculum.max_latent_stage,
+                                    config.curriculum.c_thought)[0]
+  return {'accuracy': jnp.mean(correct.astype(jnp.float32)),
+          'tokens': jnp.mean((length + latents).astype(jnp.float32))}
+
+
+def make_optimizer(config):
+  o, cur = config.opt, config.curriculum
+  inner = optax.adamw(o.lr, b1=o.b1, b2=o.b2, eps=o.eps, weight_decay=o.wd)
+  period = {'epoch': steps_per_epoch(config),
+            'stage': steps_per_epoch(config) * cur.epochs_per_stage, 'never': 0}[cur.reset_optimizer]
+  return model_lib.reset_every(inner, period)
+
+
+def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+  cfg = decoder_config(config)
+  data = datasets(config)
+  first, _, _ = sizes(config)
+  m = max_latents(config)
+  spe, batch = steps_per_epoch(config), config.data.batch_size
+  n_train = config.data.num_train
+  hparams = experiment.member_grid(config, method=(tuple(range(len(config.methods))), 0))
+  method_ids = np.asarray([model_lib.METHODS.index(config.methods[int(i)])
+                           for i in hparams['method']], np.int32)
+  shared = {f'{split}_{k}': jnp.asarray(data[split][k]) for split in data for k in FIELDS}
+
+  def rows(d, split, idx=None):
+    return {k: d[f'{split}_{k}'] if idx is None else d[f'{split}_{k}'][idx] for k in FIELDS}
+
+  def get_batch(d, step, key):
+    epoch = step // spe
+    perm = jax.random.permutation(jax.random.fold_in(key, epoch), n_train)
+    idx = jax.lax.dynamic_slice_in_dim(perm, (step % spe) * batch, batch)
+    stage = model_lib.stage_at(step, spe, config.curriculum.epochs_per_stage)
+    return make_sequence(config, rows(d, 'train', idx), d['method'], stage), stage
+
+  def loss_fn(params, batch_, hp):
+    seq, stage = batch_
+    loss, aux = model_lib.sequence_loss(cfg, params, seq, first, m)
+    return loss, {**aux, 'stage': stage.astype(jnp.float32)}
+
+  def evaluate(params, d):
+    out = {}
+    for split in ('val', 'test'):
+      r = evaluate_split(config, cfg, params, rows(d, split), d['method'])
+      out[f'{split}_accuracy'] = r['accuracy']
+      if split == 'test':
+        out['test_tokens'] = r['tokens']
+    return out
+
+  return trainer.Task(
+      init_params=lambda key, hp: model_lib.init_params(cfg, key),
+      loss_fn=loss_fn, make_optimizer=lambda hp: make_optimizer(config), get_batch=get_batch,
+      evaluate=evaluate, hparams=hparams, data={'method': method_ids}, shared_data=shared)
+
+
+def method_names(config, members) -> list[str]:
+  return [config.methods[int(mb['method'])] for mb in members]
+
+
+def summary_rows(result: trainer.TrainResult, config) -> list[dict]:
+  """Per method: final test accuracy (%) and tokens, mean ± sem over seeds; the test accuracy at the
+  evaluation with the best validation accuracy (the reference keeps that checkpoint); the paper's."""
+  names = method_names(config, result.members)
+  rows = results.final_rows(result.history, result.members,
+                            ['eval/test_accuracy', 'eval/test_tokens'])
+  val, test = result.history['eval/val_accuracy'], result.history['eval/test_accuracy']
+  for i, r in enumerate(rows):
+    r['method'] = names[i]
+    r['test_accuracy'] = 100 * r.pop('eval/test_accuracy')
+    r['tokens'] = r.pop('eval/test_tokens')
+    r['test_at_best_val'] = 100 * float(test[int(np.nanargmax(val[:, i])), i])
+  out = []
+  for method in config.methods:
+    group = [r for r in rows if r['method'] == method]
+    row = {'method': method}
+    for key in ('test_accuracy', 'tokens', 'test_at_best_val'):
+      s = results.over_seeds(group, key, by=[])[0]
+      row.update({key: s[key], f'{key}/sem': s[f'{key}/sem'], f'{key}/values': s[f'{key}/values']})
+    paper = PAPER_TABLE.get(method)
+    row['paper'] = f'{paper[0]} ± {paper[1]}' if paper else ''
+    row['paper_tokens'] = paper[2] if paper else float('nan')
+    out.append(row)
+  return out
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _probe_arrays(cfg, first, m, params, seq):
+  return (probes.continuous_thoughts(cfg, params, seq, first, m),
+          probes.attention_maps(cfg, params, seq, first, m))
+
+
+def probe(config, params, test: dict, method: str, num: int = 256) -> dict:
+  """`analysis.coconut` on one member's params, `num` test questions in the method's inference
+  layout: thought · node-embedding by group (M×3), the ordering rate per thought, and the attention
+  maps' inputs (sequence, attention per layer)."""
+  cfg = decoder_config(config)
+  first, _, _ = sizes(config)
+  m = max_latents(config)
+  rows = {k: jnp.asarray(test[k][:num]) for k in FIELDS}
+  seq = make_sequence(config, rows, model_lib.METHODS.index(method), FINAL_STAGE)
+  thoughts, attn = _probe_arrays(cfg, first, m, params, seq)
+  thoughts = np.asarray(thoughts)
+  node_emb = np.asarray(model_lib.embed(params, jnp.asarray(test['node_token'][:num])))
+  groups = probes.node_groups(test['dist'][:num], test['num_nodes'][:num], m)
+  return {'scores': probes.group_scores(thoughts, node_emb, groups),
+          'ordering_rate': probes.ordering_rate(thoughts, node_emb, groups), 'seq': seq,
+          'attention': attn}
+
+
+def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+  figdir = os.path.join(result.workdir, 'figures')
+  figures.plot_curves(result.history, result.members, path=os.path.join(figdir, 'curves.png'),
+                      panels={'loss': ['train/loss'], 'stage': ['train/stage'],
+                              'accuracy': ['eval/val_accuracy', 'eval/test_accuracy'],
+                              'generated tokens': ['eval/test_tokens']},
+                      title=f'ProsQA-style, {config.model.num_layers}L d={config.model.d_model}; '
+                            f'methods {", ".join(config.methods)}')
+  rows = summary_rows(result, config)
+  table = results.markdown_table(rows, {
+      'method': 'method', 'test accuracy (%)': 'test_accuracy',
+      'test acc. at best val (%)': 'test_at_best_val', '# tokens': 'tokens',
+      'paper (GPT-2) acc. (%)': 'paper', 'paper # tokens': 'paper_tokens'},
+      formats={'test accuracy (%)': '.1f', 'test acc. at best val (%)': '.1f', '# tokens': '.1f',
+               'paper # tokens': '.1f'})
+  results.write_markdown(os.path.join(result.workdir, 'table.md'), table)
+  test = datasets(config)['test']
+  names = method_names(config, result.members)
+  probed, probe_summary = {}, {}
+  for method in ('coconut', 'coconut_no_curriculum'):
+    if method not in names:
+      continue
+    i = names.index(method)   # the method's first seed
+    out = probe(config, jax.tree.map(lambda a, i=i: a[i], result.params), test, method)
+    probed[f'{method} (seed {result.members[i]["seed"]})'] = out['scores']
+    probe_summary[method] = {'scores_MxGroup': out['scores'],
+                             'ordering_rate': out['ordering_rate'], 'groups': probes.GROUP_NAMES}
+    if method == 'coconut':
+      spec_ = spec(config)
+      labels = [prosqa.decode([t], spec_) or '·' for t in np.asarray(out['seq'].tokens_BxT[0])]
+      first, _, _ = sizes(config)
+      probes.plot_attention(out['attention'], out['seq'], first, max_latents(config),
+                            os.path.join(figdir, 'attention.png'), labels=labels)
+  if probed:
+    probes.plot_scores(probed, os.path.join(figdir, 'probe.png'),
+                       title='continuous thought j · node embedding, by BFS distance from the entity')
+  results.write_json(os.path.join(result.workdir, 'summary.json'),
+                     {'rows': rows, 'num_seeds': config.num_seeds, 'probes': probe_summary,
+                      'data_statistics': prosqa.statistics(test)})
+  fig, ax = plt.subplots(figsize=(6, 3.6))
+  x = np.arange(len(rows))
+  ax.bar(x - 0.2, [r['test_accuracy'] for r in rows], 0.4,
+         yerr=[np.nan_to_num(r['test_accuracy/sem']) for r in rows], label='ours (mean ± sem)')
+  ax.bar(x + 0.2, [PAPER_TABLE[r['method']][0] for r in rows], 0.4, color='0.7',
+         label='paper, GPT-2')
+  ax.set_xticks(x, [r['method'].replace('_', '\n') for r in rows], fontsize=7)
+  ax.set_ylabel('test accuracy (%)')
+  ax.set_ylim(0, 100)
+  ax.legend(fontsize=7)
+  ax.set_title(f'{config.model.num_layers}L d={config.model.d_model}, {config.num_seeds} seeds, '
+               f'{config.train.steps} steps', fontsize=9)
+  ax.grid(alpha=0.3, axis='y')
+  fig.tight_layout()
+  figures.save(fig, os.path.join(figdir, 'accuracy.png'))
+  return {'rows': rows, 'table': table}
+
+
+EXPERIMENT = experiment.Experiment(name='coconut', schema=default_config, variants=VARIANTS,
+                                   check=check_values, build_task=build_task, report=write_report)
+get_config, check_config, train_and_evaluate = EXPERIMENT.api()

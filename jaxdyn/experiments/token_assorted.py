@@ -1,0 +1,464 @@
+"""Token Assorted at toy scale: latent codes mixed with text tokens in a chain of thought (Su et al.
+2025, "Token Assorted: Mixing Latent and Text Tokens for Improved Language Model Reasoning"; the
+"practical algorithms" talk, slides "Token Assorted", "Better Performance", "Shorter CoT").
+
+Task (`jaxdyn.data.token_assorted`): running sums mod p. Question x_1..x_n, trace s_1..s_n (prefix
+sums), answer s_n; the trace is cut into C = n / L chunks of L tokens.
+
+Two stages, two `trainer.Task`s, each one jitted program vmapped over its members:
+
+  1. the VQ-VAE (`jaxdyn.models.vqvae`: chunk → one code, codebook updated by the loss, commitment
+     β, straight-through), one per seed, trained on the training traces' chunks in
+     `<workdir>/vqvae` (records, checkpoints; resumed like any run);
+  2. the shared decoder (`models/transformer.py`, read-only) with the vocabulary extended by the K
+     codes, trained in `<workdir>` on sequences built in jit by `data.token_assorted.assemble`. Its
+     members are `compare` modes × seeds; a member of seed s reads the codes of seed s's FROZEN
+     VQ-VAE (computed once after stage 1, `Task.data`):
+       no_cot   question → <ans> answer (no trace)
+       cot      the full text trace (m = 0 always)
+       latent   the paper's randomised mixing: per sequence m ~ U{0..mix.max_chunks} leading chunks
+                of the trace replaced by their m codes
+     All members see the same questions, steps and batch order per seed.
+
+At every evaluation each member continues the held-out prompts (question + <bot>) greedily for
+n + 3 tokens (`models.shortest_path.greedy_paths`, a generic greedy decoder) — codes then text, or
+text only, as it chooses — and `data.token_assorted.parse_generations` scores them:
+  accuracy    the token after the first <ans> is the answer
+  trace_len   tokens generated before <ans> (codes count one each)
+  num_codes   latent codes among them
+  trace_ok    the trace, codes read through the VQ-VAE decoder, is exactly the true trace
+  heldout_loss   teacher-forced loss in the member's own format (latent: m = mix.max_chunks)
+
+Report: `figures/curves.png`, `figures/comparison.png` (accuracy and trace length by mode, mean ±
+sem over seeds), `figures/codebook.png` (code frequencies), `summary.json` and `table.md`.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+
+from jaxdyn.analysis import token_assorted as analysis
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import experiment
+from jaxdyn.core import figures
+from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import results
+from jaxdyn.core import trainer
+from jaxdyn.core.figures import plt
+from jaxdyn.data import token_assorted as data_lib
+from jaxdyn.models import shortest_path as decoding
+from jaxdyn.models import transformer
+from jaxdyn.models import vqvae
+from jaxdyn.optim import factory
+
+MODES = ('no_cot', 'cot', 'latent')   # the `mode` label of a member is its index here
+
+# Published (the talk, slides "Better Performance" and "Shorter CoT"; Llama fine-tuned on math,
+# average over 7 benchmarks): CoT → Latent (ours) accuracy %, and the trace shortening of Latent.
+PAPER = {'Llama-3.2-1B': (14.1, 17.8, 0.21), 'Llama-3.2-3B': (25.2, 28.1, 0.20),
+         'Llama-3.1-8B': (33.4, 37.9, 0.10)}
+
+
+def default_config() -> ml_collections.ConfigDict:
+  """CPU-sized: sums of 12 digits mod 3, L=3, K=64, 2 layers d=64, batch 32, 1500 steps, 3 seeds."""
+  c = experiment.base_config('token_assorted', num_seeds=3, steps=1_500, eval_every=250,
+                             checkpoint_every=1_500, keep_checkpoints=1, steps_per_dispatch=500,
+                             progress_every_secs=20.0, tensorboard=False)
+  c.data = ml_collections.ConfigDict(dict(
+      modulus=3,                   # p: digits and sums in Z_p
+      num_digits=12,               # n: question digits = trace tokens
+      chunk_len=3,                 # L: trace tokens per latent code
+      num_train=20_000,            # training questions
+      num_heldout=300,             # held-out questions (never trained on)
+      seed=0,                      # seed of the questions
+      batch_size=32))
+  c.vqvae = ml_collections.ConfigDict(dict(
+      num_codes=64,                # K (p^L = 27 chunk contents here; the paper's K=64)
+      code_dim=16,                 # D
+      hidden=128,                  # H
+      beta=0.25,                   # commitment weight β
+      codebook_init_scale=1.0,     # codebook starts N(0, scale² / D)
+      revive=1.0,                  # γ of the dead-code term (vqvae.revive_loss); 0: eq. 3 only
+      lr=3e-3,                     # Adam
+      batch_size=256,              # chunks per step
+      steps=1_500,
+      eval_every=500))
+  c.mix = ml_collections.ConfigDict(dict(
+      max_chunks=3))               # latent mode: m ~ U{0..max_chunks} leading chunks become codes
+  c.compare = ('no_cot', 'cot', 'latent')   # modes trained side by side (members), of MODES
+  c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=64, num_heads=4, positions='rope'))
+  c.opt = ml_collections.ConfigDict(dict(name='adamw', lr=1e-3, wd=0.01, b1=0.9, b2=0.999,
+                                         eps=1e-8, momentum=0.9))
+  return c
+
+
+def _tiny(c: ml_collections.ConfigDict) -> None:
+  """Seconds: 6 digits mod 3, chunks of 2, K=16, d=32, 2 seeds, 30 + 40 steps (tests)."""
+  c.num_seeds = 2
+  c.data.update(num_digits=6, chunk_len=2, num_train=256, num_heldout=32, batch_size=16)
+  c.vqvae.update(num_codes=16, hidden=32, code_dim=8, batch_size=64, steps=40, eval_every=20)
+  c.mix.update(max_chunks=2)
+  c.model.update(d_model=32, num_heads=2)
+  c.train.update(steps=30, eval_every=15, checkpoint_every=30, steps_per_dispatch=30)
+
+
+def _paper(c: ml_collections.ConfigDict) -> None:
+  """GPU scale: 24 digits mod 3, chunks of 4 (81 contents, K=64: lossy like the paper's K=64 for
+  L=16), 4 layers d=256, 20k steps, 5 seeds. (The paper fine-tunes Llama on math; ours are toys.)"""
+  c.num_seeds = 5
+  c.data.update(num_digits=24, chunk_len=4, num_train=200_000, num_heldout=2_000, batch_size=256)
+  c.vqvae.update(num_codes=64, code_dim=32, hidden=256, steps=5_000, eval_every=1_000)
+  c.mix.update(max_chunks=5)
+  c.model.update(num_layers=4, d_model=256, num_heads=8)
+  c.opt.update(lr=3e-4)
+  c.train.update(steps=20_000, eval_every=2_000, checkpoint_every=10_000, steps_per_dispatch=5_000)
+
+
+VARIANTS = {'tiny': _tiny, 'paper': _paper}
+
+
+def check_values(config: ml_collections.ConfigDict) -> None:
+  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
+  d = config.data
+  config_lib.require(d.modulus >= 2, 'data.modulus', d.modulus, 'must be >= 2')
+  config_lib.require_positive(config, 'data.num_digits', 'data.chunk_len', 'data.num_train',
+                              'data.num_heldout', 'data.batch_size', 'vqvae.num_codes',
+                              'vqvae.code_dim', 'vqvae.hidden', 'vqvae.lr', 'vqvae.batch_size',
+                              'vqvae.steps', 'vqvae.eval_every', 'vqvae.codebook_init_scale',
+                              'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr')
+  config_lib.require(d.num_digits % d.chunk_len == 0, 'data.chunk_len', d.chunk_len,
+                     f'must divide data.num_digits={d.num_digits} (the trace is cut into whole '
+                     f'chunks)')
+  config_lib.require(d.modulus ** d.num_digits >= 2 * (d.num_train + d.num_heldout),
+                     'data.num_train', d.num_train,
+                     f'needs at least twice as many distinct questions: {d.modulus}^{d.num_digits} '
+                     f'< 2 × (num_train + num_heldout)')
+  config_lib.require(d.batch_size <= d.num_train, 'data.batch_size', d.batch_size,
+                     f'must be <= data.num_train={d.num_train}')
+  config_lib.require_nonnegative(config, 'vqvae.beta', 'vqvae.revive', 'opt.wd')
+  chunks = d.num_digits // d.chunk_len
+  config_lib.require(0 <= config.mix.max_chunks <= chunks, 'mix.max_chunks', config.mix.max_chunks,
+                     f'must be in [0, {chunks}] (the trace has data.num_digits / data.chunk_len '
+                     f'= {chunks} chunks)')
+  compare = tuple(config.compare)
+  config_lib.require(len(compare) > 0 and len(set(compare)) == len(compare)
+                     and all(m in MODES for m in compare), 'compare', compare,
+                     f'must be distinct modes of {", ".join(MODES)}')
+  config_lib.require_choice(config, 'model.positions', ('rope', 'learned'))
+  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
+  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
+                     config.model.d_model, 'must be a multiple of model.num_heads')
+  if config.model.positions == 'rope':
+    config_lib.require((config.model.d_model // config.model.num_heads) % 2 == 0, 'model.d_model',
+                       config.model.d_model, 'RoPE needs an even head dimension')
+
+
+# ----------------------------------------------------------------------------------------------
+# Parts
+
+
+def vocab(config) -> data_lib.Vocab:
+  return data_lib.Vocab(config.data.modulus, config.vqvae.num_codes)
+
+
+def vq_config(config) -> vqvae.VQVAEConfig:
+  v = config.vqvae
+  return vqvae.VQVAEConfig(chunk_len=config.data.chunk_len, vocab_size=config.data.modulus,
+                           num_codes=v.num_codes, code_dim=v.code_dim, hidden=v.hidden, beta=v.beta,
+                           codebook_init_scale=v.codebook_init_scale, revive=v.revive)
+
+
+def datasets(config) -> tuple[dict, dict]:
+  """(training problems, held-out problems) from `data.seed`; no held-out question is trained on."""
+  d = config.data
+  train = data_lib.problems(2 * d.seed, d.num_train, d.num_digits, d.modulus)
+  held = data_lib.problems(2 * d.seed + 1, d.num_heldout, d.num_digits, d.modulus,
+                           exclude=train['question'])
+  return train, held
+
+
+def make_model(config) -> transformer.Decoder:
+  m = config.model
+  return transformer.Decoder(transformer.DecoderConfig(
+      vocab_size=vocab(config).size, num_layers=m.num_layers, d_model=m.d_model,
+      num_heads=m.num_heads, positions=m.positions,
+      max_len=data_lib.sequence_length(config.data.num_digits)))
+
+
+def modes_of(config) -> list[str]:
+  return list(config.compare)
+
+
+# ----------------------------------------------------------------------------------------------
+# Stage 1: the VQ-VAE
+
+
+def build_vqvae_task(config: ml_collections.ConfigDict) -> trainer.Task:
+  """One VQ-VAE per seed on the training traces' chunks; evaluated on the held-out chunks."""
+  cfg, L = vq_config(config), config.data.chunk_len
+  train, held = datasets(config)
+  batch_size = config.vqvae.batch_size
+  shared = {'chunks': data_lib.chunks(train['trace'], L).reshape(-1, L),
+            'heldout_chunks': data_lib.chunks(held['trace'], L).reshape(-1, L)}
+
+  def get_batch(data, step, key):
+    idx = jax.random.randint(jax.random.fold_in(key, step), (batch_size,), 0,
+                             data['chunks'].shape[0])
+    return data['chunks'][idx]
+
+  def evaluate(params, data):
+    loss, aux = vqvae.loss_fn(cfg, params, data['heldout_chunks'])
+    return {'loss': loss, **aux}
+
+  return trainer.Task(
+      init_params=lambda key, hp: vqvae.init_params(cfg, key),
+      loss_fn=lambda params, batch, hp: vqvae.loss_fn(cfg, params, batch),
+      make_optimizer=lambda hp: optax.adam(config.vqvae.lr),
+      get_batch=get_batch, evaluate=evaluate,
+      hparams={'seed': np.asarray(experiment.seeds(config), np.int32)}, shared_data=shared)
+
+
+def train_vqvae(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
+  """Stage 1 in `<workdir>/vqvae` (its own records and checkpoints; a finished one is reloaded)."""
+  v = config.vqvae
+  schedule = trainer.Schedule(steps=v.steps, eval_every=v.eval_every, checkpoint_every=v.steps,
+                              steps_per_dispatch=v.steps, keep_checkpoints=1,
+                              progress_every_secs=config.train.progress_every_secs)
+  task = build_vqvae_task(config)
+  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
+  return trainer.train(task, schedule, os.path.join(workdir, 'vqvae'), mesh=mesh,
+                       config_json=config.to_dict(), tensorboard=False)
+
+
+def frozen_codes(config, vq_params) -> dict[str, np.ndarray]:
+  """Per seed (leading axis): the code of every chunk of the training and held-out traces
+  ('train_codes' Sd×N×C, 'heldout_codes') and the chunk each code decodes to ('code_table' Sd×K×L)."""
+  cfg, L = vq_config(config), config.data.chunk_len
+  train, held = datasets(config)
+
+  @jax.jit
+  def one(params):
+    def codes(trace):
+      ch = data_lib.chunks(trace, L)
+      return vqvae.codes_of(cfg, params, jnp.asarray(ch.reshape(-1, L))).reshape(ch.shape[:2])
+    return {'train_codes': codes(train['trace']), 'heldout_codes': codes(held['trace']),
+            'code_table': vqvae.code_table(cfg, params)}
+
+  return jax.device_get(jax.lax.map(one, vq_params))
+
+
+# ----------------------------------------------------------------------------------------------
+# Stage 2: the decoder on mixed sequences
+
+
+def member_hparams(config) -> dict[str, np.ndarray]:
+  """Members: every `compare` mode × every seed (seed fastest); 'mode' indexes MODES."""
+  seeds = experiment.seeds(config)
+  modes = [MODES.index(m) for m in modes_of(config)]
+  return {'mode': np.asarray([m for m in modes for _ in seeds], np.int32),
+          'seed': np.asarray([s for _ in modes for s in seeds], np.int32)}
+
+
+def masked_loss(model, params, tokens_BxT, loss_mask_BxT):
+  """Next-token cross-entropy on the masked tokens (trace, <ans>, answer, <eos>)."""
+  return decoding.path_loss(model, params, tokens_BxT, loss_mask_BxT)
+
+
+def build_task(config: ml_collections.ConfigDict, vq_params) -> trainer.Task:
+  """Stage 2's Task; `vq_params` are stage 1's (leading seed axis), frozen into per-member codes."""
+  model, v = make_model(config), vocab(config)
+  n, L, batch_size = config.data.num_digits, config.data.chunk_len, config.data.batch_size
+  max_m = config.mix.max_chunks
+  train, held = datasets(config)
+  hp = member_hparams(config)
+  frozen = frozen_codes(config, vq_params)
+  which = hp['seed'] - config.seed                       # the member's VQ-VAE
+  data = {'mode': hp['mode'], **{k: v_[which] for k, v_ in frozen.items()}}
+  shared = {'train_question': train['question'], 'train_trace': train['trace'],
+            'heldout_question': held['question'], 'heldout_trace': held['trace'],
+            'heldout_answer': held['answer']}
+  assemble = jax.vmap(lambda q, t, c, m, w: data_lib.assemble(v, L, q, t, c, m, w),
+                      in_axes=(0, 0, 0, 0, None))
+
+  def sequences(data, split, idx, m):
+    return assemble(data[f'{split}_question'][idx], data[f'{split}_trace'][idx],
+                    data[f'{split}_codes'][idx], m, data['mode'] != MODES.index('no_cot'))
+
+  def get_batch(data, step, key):
+    k_idx, k_m = jax.random.split(jax.random.fold_in(key, step))
+    idx = jax.random.randint(k_idx, (batch_size,), 0, data['train_question'].shape[0])
+    m = jax.random.randint(k_m, (batch_size,), 0, max_m + 1)
+    m = jnp.where(data['mode'] == MODES.index('latent'), m, 0)
+    seq = sequences(data, 'train', idx, m)
+    return seq['tokens'], seq['loss_mask']
+
+  def evaluate(params, data):
+    rows = jnp.arange(data['heldout_question'].shape[0])
+    m = jnp.where(data['mode'] == MODES.index('latent'), max_m, 0) * jnp.ones_like(rows)
+    seq = sequences(data, 'heldout', rows, m)
+    loss, _ = masked_loss(model, params, seq['tokens'], seq['loss_mask'])
+    prompt_len = jnp.full(rows.shape, data_lib.prompt_length(n), jnp.int32)
+    generated = decoding.greedy_paths(model, params, v, seq['tokens'], prompt_len, n + 3)
+    out = data_lib.parse_generations(v, generated, data['heldout_answer'], data['heldout_trace'],
+                                     data['code_table'])
+    return {'heldout_loss': loss, 'accuracy': jnp.mean(out['correct'].astype(jnp.float32)),
+            'trace_len': jnp.mean(out['trace_len'].astype(jnp.float32)),
+            'num_codes': jnp.mean(out['num_codes'].astype(jnp.float32)),
+            'trace_ok': jnp.mean(out['trace_ok'].astype(jnp.float32))}
+
+  t = data_lib.sequence_length(n)
+  return trainer.Task(
+      init_params=lambda key, hp: decoding.init_params(model, key, t),
+      loss_fn=lambda params, batch, hp: masked_loss(model, params, *batch),
+      make_optimizer=lambda hp: factory.make_optimizer(config.opt, config.opt.lr, config.opt.wd),
+      get_batch=get_batch, evaluate=evaluate, hparams=hp, data=data, shared_data=shared)
+
+
+def _needs_two_stages(config):
+  raise NotImplementedError('token_assorted trains two Tasks (the VQ-VAE, then the decoder): call '
+                            'token_assorted.train_and_evaluate, or build_vqvae_task / build_task')
+
+
+# ----------------------------------------------------------------------------------------------
+# Report
+
+
+def summarise(result: trainer.TrainResult, vq_result: trainer.TrainResult,
+              config: ml_collections.ConfigDict) -> dict:
+  """Final metrics per mode over seeds (mean, sem, per-seed values), the codebook statistics of each
+  seed's VQ-VAE on the training chunks, and the trace shortening of latent against cot."""
+  names = ['eval/accuracy', 'eval/trace_len', 'eval/num_codes', 'eval/trace_ok',
+           'eval/heldout_loss']
+  rows = results.final_rows(result.history, result.members, names)
+  for r in rows:
+    r['mode'] = MODES[int(r['mode'])]
+  by_mode = {}
+  for name in names:
+    for g in results.over_seeds(rows, name, by=['mode']):
+      by_mode.setdefault(g['mode'], {})[name.split('/')[1]] = {
+          'mean': g[name], 'sem': g[f'{name}/sem'], 'values': g[f'{name}/values']}
+  train, _ = datasets(config)
+  frozen = frozen_codes(config, vq_result.params)
+  L = config.data.chunk_len
+  chunks = data_lib.chunks(train['trace'], L).reshape(-1, L)
+  codebook = [analysis.codebook_stats(chunks, frozen['train_codes'][i].reshape(-1),
+                                      frozen['code_table'][i])
+              for i in range(config.num_seeds)]
+  summary = {'modes': by_mode, 'codebook_by_seed': codebook,
+             'full_trace_len': config.data.num_digits, 'paper': PAPER}
+  if 'cot' in by_mode and 'latent' in by_mode:
+    summary['latent_shortening_vs_cot'] = analysis.shortening(
+        by_mode['latent']['trace_len']['mean'], by_mode['cot']['trace_len']['mean'])
+  return summary
+
+
+def table_markdown(summary: dict) -> str:
+  """Our modes (mean ± sem over seeds), then the codebook, then the paper's averages."""
+  rows = [{'mode': mode, **{k: v['mean'] for k, v in m.items()},
+           **{f'{k}/sem': v['sem'] for k, v in m.items()}} for mode, m in summary['modes'].items()]
+  text = results.markdown_table(rows, {'mode': 'mode', 'accuracy': 'accuracy',
+                                       'trace tokens': 'trace_len', 'codes': 'num_codes',
+                                       'trace exact': 'trace_ok'},
+                                {'accuracy': '.3f', 'trace tokens': '.2f', 'codes': '.2f',
+                                 'trace exact': '.3f'})
+  cb = summary['codebook_by_seed']
+  text += (f'\nfull text trace: {summary["full_trace_len"]} tokens'
+           + (f'; latent shortens it by {100 * summary["latent_shortening_vs_cot"]:.1f}% against '
+              f'cot' if 'latent_shortening_vs_cot' in summary else '') + '\n')
+  text += ('\ncodebook (per seed, training chunks): ' + '; '.join(
+      f'{c["used"]} codes used ({100 * c["usage"]:.0f}%), perplexity {c["perplexity"]:.1f}, '
+      f'{c["distinct_chunks"]} distinct chunks, exact {c["exact"]:.3f}' for c in cb) + '\n')
+  text += '\npublished (talk, "Better Performance" / "Shorter CoT", average of 7 math sets):\n\n'
+  text += results.markdown_table(
+      [{'model': k, 'CoT': v[0], 'Latent': v[1], 'shortening': f'{100 * v[2]:.0f}%'}
+       for k, v in summary['paper'].items()],
+      {'model': 'model', 'CoT acc %': 'CoT', 'Latent acc %': 'Latent',
+       'trace shortening': 'shortening'})
+  return text
+
+
+def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict,
+                 vq_result: trainer.TrainResult) -> dict:
+  """figures/{curves,comparison,codebook}.png, summary.json and table.md (module docstring)."""
+  figdir = os.path.join(result.workdir, 'figures')
+  members = [{**m, 'mode': MODES[int(m['mode'])]} for m in result.members]
+  figures.plot_curves(result.history, members, path=os.path.join(figdir, 'curves.png'),
+                      panels={'loss': ['train/loss', 'eval/heldout_loss'],
+                              'held-out answer accuracy': ['eval/accuracy'],
+                              'generated trace tokens': ['eval/trace_len']},
+                      title=f'Token Assorted toy: sums of {config.data.num_digits} digits mod '
+                            f'{config.data.modulus}, L={config.data.chunk_len}')
+  summary = summarise(result, vq_result, config)
+  results.write_json(os.path.join(result.workdir, 'summary.json'), summary)
+  results.write_markdown(os.path.join(result.workdir, 'table.md'), table_markdown(summary))
+  modes = list(summary['modes'])
+  fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout='constrained')
+  for ax, key, label in ((axes[0], 'accuracy', 'held-out answer accuracy'),
+                         (axes[1], 'trace_len', 'generated trace tokens')):
+    means = [summary['modes'][m][key]['mean'] for m in modes]
+    sems = [np.nan_to_num(summary['modes'][m][key]['sem']) for m in modes]
+    colors = {'no_cot': '0.6', 'cot': 'tab:blue', 'latent': 'tab:orange'}
+    ax.bar(modes, means, yerr=sems, capsize=4, color=[colors[m] for m in modes])
+    for i, m in enumerate(modes):
+      ax.scatter([i] * len(summary['modes'][m][key]['values']), summary['modes'][m][key]['values'],
+                 color='k', s=8, zorder=3)
+    ax.set_ylabel(label)
+    ax.grid(alpha=0.3, axis='y')
+  fig.suptitle(f'mean ± sem over {config.num_seeds} seeds (dots: seeds), '
+               f'{config.train.steps} steps each', fontsize=9)
+  figures.save(fig, os.path.join(figdir, 'comparison.png'))
+  frozen = frozen_codes(config, vq_result.params)
+  fig, ax = plt.subplots(figsize=(6, 3), layout='constrained')
+  for i in range(config.num_seeds):
+    counts = np.bincount(frozen['train_codes'][i].reshape(-1), minlength=config.vqvae.num_codes)
+    ax.plot(np.sort(counts)[::-1] / counts.sum(), marker='.', label=f'seed {config.seed + i}')
+  ax.set_xlabel('code rank')
+  ax.set_ylabel('share of training chunks')
+  ax.set_title(f'codebook use, K={config.vqvae.num_codes}', fontsize=9)
+  ax.legend(fontsize=7)
+  ax.grid(alpha=0.3)
+  figures.save(fig, os.path.join(figdir, 'codebook.png'))
+  return summary
+
+
+# ----------------------------------------------------------------------------------------------
+# Entry point
+
+
+EXPERIMENT = experiment.Experiment(name='token_assorted', schema=default_config, variants=VARIANTS,
+                                   check=check_values, build_task=_needs_two_stages)
+get_config, check_config, _ = EXPERIMENT.api()
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
+  """Checks the config, trains the VQ-VAE (`<workdir>/vqvae`), freezes its codes, trains the
+  decoders of every mode in `workdir`, then reports. Returns stage 2's result; stage 1's is
+  `result.vqvae`."""
+  check_config(config)
+  vq_result = train_vqvae(config, workdir)
+  result = trainer.train_from_config(build_task(config, vq_result.params), config, workdir)
+  result.vqvae = vq_result
+  if trainer.is_primary():
+    write_report(result, config, vq_result)
+  return result
+
+
+def run_comparison(config: ml_collections.ConfigDict, workdir: str,
+                   figures_dir: str | None = None) -> str:
+  """`train_and_evaluate` (no CoT, full-text CoT and latent mixing as members of one sweep), then
+  the table; with `figures_dir`, its figures are copied there as `token_assorted_<name>.png`."""
+  result = train_and_evaluate(config, workdir)
+  if figures_dir and trainer.is_primary():
+    os.makedirs(figures_dir, exist_ok=True)
+    for name in ('comparison', 'curves', 'codebook'):
+      with open(os.path.join(result.workdir, 'figures', f'{name}.png'), 'rb') as src, \
+           open(os.path.join(figures_dir, f'token_assorted_{name}.png'), 'wb') as dst:
+        dst.write(src.read())
+  with open(os.path.join(result.workdir, 'table.md'), encoding='utf-8') as f:
+    return f.read()

@@ -1,0 +1,81 @@
+"""jaxdyn.analysis.coconut: node groups by BFS distance on a hand graph, group scores and the
+ordering rate on hand-made thoughts (a superposition of the frontier's embeddings ranks the frontier
+first), and the thoughts / attention maps against the model's own forward."""
+
+from absl.testing import absltest
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxdyn.analysis import coconut as probes
+from jaxdyn.data import prosqa
+from jaxdyn.models import coconut as model_lib
+
+# Entity 0 → 1 → 2 → 3, 0 → 4; node 5 unreachable; node 6 padding.
+DIST = np.array([[0, 1, 2, 3, 1, -1, -1]])
+NUM_NODES = np.array([6])
+
+
+class GroupsTest(absltest.TestCase):
+
+  def test_node_groups(self):
+    g = probes.node_groups(DIST, NUM_NODES, 3)
+    F, R, U = probes.FRONTIER, probes.REACHABLE, probes.UNREACHABLE
+    np.testing.assert_array_equal(g[0, 0], [-1, F, R, R, F, U, -1])
+    np.testing.assert_array_equal(g[0, 1], [-1, R, F, R, R, U, -1])
+    np.testing.assert_array_equal(g[0, 2], [-1, R, R, F, R, U, -1])
+
+  def test_superposed_frontier_ranks_first(self):
+    rng = np.random.default_rng(0)
+    d = 64
+    emb = rng.normal(size=(1, 7, d)) / np.sqrt(d)   # nearly orthonormal node embeddings
+    g = probes.node_groups(DIST, NUM_NODES, 3)
+    # t_j = (Σ_{frontier} e_v + 0.3 Σ_{reachable} e_v) / norm, the superposition picture.
+    t = np.stack([(emb[0][g[0, j] == 0].sum(0) + 0.3 * emb[0][g[0, j] == 1].sum(0))
+                  for j in range(3)])[None]
+    scores = probes.group_scores(t, emb, g)
+    self.assertTrue(np.all(scores[:, 0] > scores[:, 1]))
+    self.assertTrue(np.all(scores[:, 1] > scores[:, 2]))
+    np.testing.assert_array_equal(probes.ordering_rate(t, emb, g), [1.0, 1.0, 1.0])
+    # The independent sum: thought 0's frontier score is the mean of t_0 · e_1 and t_0 · e_4.
+    self.assertAlmostEqual(scores[0, 0], np.mean([t[0, 0] @ emb[0, 1], t[0, 0] @ emb[0, 4]]))
+    # Reversed: the ordering fails everywhere.
+    np.testing.assert_array_equal(probes.ordering_rate(-t, emb, g), [0.0, 0.0, 0.0])
+
+
+class ModelProbeTest(absltest.TestCase):
+
+  def test_thoughts_and_attention_match_the_forward(self):
+    spec = prosqa.Spec(min_nodes=5, max_nodes=6, max_edges=8, max_steps=3, num_entities=2,
+                       num_concepts=8)
+    m = 2
+    d = prosqa.make_dataset(0, 2, spec)
+    cfg = model_lib.decoder_config(spec.vocab_size, 64, 1, 16, 2)
+    params = model_lib.init_params(cfg, jax.random.key(0))
+    full = lambda v, dt: jnp.full((2,), v, dt)
+    seq = model_lib.build_sequence(jnp.asarray(d['question']), jnp.asarray(d['steps']),
+                                   jnp.asarray(d['num_steps']), jnp.asarray(d['target']),
+                                   full(m, jnp.int32), full(model_lib.ALL_STEPS, jnp.int32),
+                                   full(True, bool), full(True, bool), m)
+    first, _, _ = model_lib.layout_sizes(spec.question_len, m, spec.max_steps)
+
+    @jax.jit
+    def run(params):
+      t = probes.continuous_thoughts(cfg, params, seq, first, m)
+      h = model_lib.continuous_hidden(cfg, params, seq, first, m)
+      return t, h, probes.attention_maps(cfg, params, seq, first, m)
+
+    t, h, attn = run(params)
+    # Thought 0 is <bot>'s hidden state, thought 1 the first latent slot's output.
+    np.testing.assert_allclose(t[:, 0], h[:, first - 1], atol=1e-5)
+    np.testing.assert_allclose(t[:, 1], h[:, first], atol=1e-5)
+    a = np.asarray(attn[0])
+    valid = np.asarray(seq.valid_BxT)
+    self.assertEqual(a.shape[-1], seq.tokens_BxT.shape[1])
+    np.testing.assert_allclose(a.sum(-1)[:, :, valid[0]], 1.0, atol=1e-5)
+    # Present queries give absent keys (padding, unused slots) no weight.
+    self.assertTrue(np.all(a[0][:, valid[0]][:, :, ~valid[0]] == 0))
+
+
+if __name__ == '__main__':
+  absltest.main()

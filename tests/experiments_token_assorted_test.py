@@ -1,0 +1,115 @@
+"""The token_assorted experiment: the :tiny variant end to end (both stages), a golden number, the
+members and their formats, and bad configs refused naming the field."""
+
+import json
+import os
+import tempfile
+
+from absl.testing import absltest
+from absl.testing import parameterized
+import numpy as np
+
+from jaxdyn.core.config import ConfigError
+from jaxdyn.experiments import token_assorted
+
+
+class TinyRunTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.config = token_assorted.get_config('tiny')
+    cls.workdir = tempfile.mkdtemp()
+    cls.result = token_assorted.train_and_evaluate(cls.config, cls.workdir)
+
+  def test_members_are_modes_times_seeds(self):
+    members = self.result.members
+    self.assertLen(members, 3 * self.config.num_seeds)
+    self.assertEqual([token_assorted.MODES[m['mode']] for m in members][::self.config.num_seeds],
+                     list(self.config.compare))
+    self.assertEqual(sorted({m['seed'] for m in members}), [0, 1])
+
+  def test_runs_and_reports(self):
+    h = self.result.history
+    self.assertEqual(h['step'][-1], self.config.train.steps)
+    for name in ('accuracy', 'trace_len', 'num_codes', 'trace_ok', 'heldout_loss'):
+      self.assertEqual(h[f'eval/{name}'].shape, (len(h['step']), 3 * self.config.num_seeds))
+      self.assertTrue(np.all(np.isfinite(h[f'eval/{name}'])), name)
+    self.assertTrue(np.all(h['eval/heldout_loss'][-1] < h['eval/heldout_loss'][0]))
+    for fig in ('curves.png', 'comparison.png', 'codebook.png'):
+      self.assertGreater(os.path.getsize(os.path.join(self.workdir, 'figures', fig)), 0)
+    with open(os.path.join(self.workdir, 'summary.json'), encoding='utf-8') as f:
+      summary = json.load(f)
+    self.assertEqual(set(summary['modes']), set(self.config.compare))
+    self.assertLen(summary['codebook_by_seed'], self.config.num_seeds)
+    self.assertTrue(os.path.exists(os.path.join(self.workdir, 'vqvae', 'metrics.jsonl')))
+
+  def test_formats_by_mode(self):
+    h, s = self.result.history, self.config.num_seeds
+    modes = [token_assorted.MODES[m['mode']] for m in self.result.members]
+    for i, mode in enumerate(modes):
+      if mode == 'no_cot':
+        np.testing.assert_array_equal(h['eval/trace_len'][1:, i], 0.0)
+      if mode in ('no_cot', 'cot'):   # codes are never in their training data: never the argmax
+        np.testing.assert_array_equal(h['eval/num_codes'][1:, i], 0.0)
+    self.assertEqual(len(modes), 3 * s)
+
+  def test_golden_vqvae_initial_loss(self):
+    # Step-0 held-out loss of the seed-0 VQ-VAE (its initial params on the held-out chunks). It only
+    # changes when the data, the VQ-VAE's init or its loss change; update it then, with the reason.
+    loss0 = self.result.vqvae.history['eval/loss'][0, 0]
+    self.assertAlmostEqual(float(loss0), GOLDEN_VQVAE_LOSS0, places=4)
+
+  def test_codes_are_frozen_per_seed(self):
+    frozen = token_assorted.frozen_codes(self.config, self.result.vqvae.params)
+    n_chunks = self.config.data.num_digits // self.config.data.chunk_len
+    self.assertEqual(frozen['train_codes'].shape,
+                     (self.config.num_seeds, self.config.data.num_train, n_chunks))
+    self.assertEqual(frozen['code_table'].shape,
+                     (self.config.num_seeds, self.config.vqvae.num_codes,
+                      self.config.data.chunk_len))
+
+  def test_experiment_object_refuses_one_stage_run(self):
+    with self.assertRaisesRegex(NotImplementedError, 'two Tasks'):
+      token_assorted.EXPERIMENT.train_and_evaluate(self.config, tempfile.mkdtemp())
+
+
+GOLDEN_VQVAE_LOSS0 = 3.492913
+
+
+class BadConfigTest(parameterized.TestCase):
+
+  @parameterized.named_parameters(
+      ('modulus', 'data.modulus', 1),
+      ('chunk_len', 'data.chunk_len', 4),
+      ('num_train', 'data.num_train', 10_000),
+      ('batch', 'data.batch_size', 1_000),
+      ('codes', 'vqvae.num_codes', 0),
+      ('beta', 'vqvae.beta', -0.5),
+      ('revive', 'vqvae.revive', -1.0),
+      ('max_chunks', 'mix.max_chunks', 4),
+      ('max_chunks_negative', 'mix.max_chunks', -1),
+      ('heads', 'model.num_heads', 3),
+      ('positions', 'model.positions', 'none'),
+  )
+  def test_refused_naming_the_field(self, field, value):
+    config = token_assorted.get_config('tiny')
+    group, name = field.split('.')
+    config[group][name] = value
+    with self.assertRaisesRegex(ConfigError, field.replace('.', r'\.')):
+      token_assorted.check_config(config)
+
+  @parameterized.parameters(('cot', 'cot'), ('latent', 'coconut'), ())
+  def test_compare_refused(self, *modes):
+    config = token_assorted.get_config('tiny')
+    config.compare = modes
+    with self.assertRaisesRegex(ConfigError, "'compare'"):
+      token_assorted.check_config(config)
+
+  def test_variants_pass(self):
+    for variant in ('default', 'tiny', 'paper'):
+      token_assorted.check_config(token_assorted.get_config(variant))
+
+
+if __name__ == '__main__':
+  absltest.main()
