@@ -8,6 +8,10 @@ dispatch boundary, saved and exited. JAX options are flags too: --jax_platforms=
 
 Fields are overridden on the command line, e.g. `--config.opt.lr=3e-3 --config.sweep.wd='(1e-4,5e-4)'`.
 Restarting the same command in the same workdir resumes from the last checkpoint.
+The workdir may be a URL (`--workdir=gs://bucket/run`): records, figures and checkpoints go there.
+Compiled programs are kept in JAX's persistent compilation cache, by default `<workdir>/compile_cache`
+(`--compilation_cache_dir`), so that a relaunch (after a preemption, say) does not compile them again;
+compile times are logged and recorded in `<workdir>/compile.json`.
 A refused config, a bad flag, a locked workdir or a diverged run ends with one line on stderr and a
 non-zero exit code (`--verbose` shows the traceback). Ctrl-C (SIGINT) or SIGTERM stops the run at its
 next dispatch boundary after saving a checkpoint there (exit code 128 + the signal's number); a second
@@ -27,6 +31,7 @@ from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
 
 import jaxdyn  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import checkpoint  # pylint: disable=g-import-not-at-top
+from jaxdyn.core import compilation  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import config as config_lib  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import metrics  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import trainer  # pylint: disable=g-import-not-at-top
@@ -34,7 +39,11 @@ from jaxdyn.core import workdir_lock  # pylint: disable=g-import-not-at-top
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment config file[:variant].',
                                           lock_config=True)
-_WORKDIR = flags.DEFINE_string('workdir', None, 'Directory for metrics, figures and checkpoints.')
+_WORKDIR = flags.DEFINE_string('workdir', None, 'Directory for metrics, figures and checkpoints: a '
+                                'local path or a URL (gs://bucket/run).')
+_CACHE = flags.DEFINE_string(
+    'compilation_cache_dir', None, 'JAX\'s persistent compilation cache (a path or a URL); default '
+    '<workdir>/compile_cache, "none" turns it off. --jax_compilation_cache_dir, where given, wins.')
 _VERBOSE = flags.DEFINE_bool('verbose', False, 'Show the full traceback of an error.')
 _COORDINATOR = flags.DEFINE_string(
     'coordinator_address', None, 'HOST:PORT of process 0 of a multi-process run on a plain cluster '
@@ -86,6 +95,19 @@ def start_distributed() -> None:
     jax.distributed.initialize()
 
 
+def start_compilation_cache() -> None:
+  """The persistent compilation cache under the workdir (the programs a relaunch of this run needs),
+  unless turned off or already set with --jax_compilation_cache_dir."""
+  if jax.config.jax_compilation_cache_dir:
+    directory = compilation.enable_persistent_cache(jax.config.jax_compilation_cache_dir)
+  elif (_CACHE.value or '').lower() == 'none':
+    return
+  else:
+    directory = compilation.enable_persistent_cache(
+        _CACHE.value or os.path.join(_WORKDIR.value, 'compile_cache'))
+  logging.info('persistent compilation cache: %s', directory)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
@@ -97,6 +119,7 @@ def main(argv):
     if jax.process_index():
       logging.set_verbosity(logging.WARNING)   # progress lines from process 0 only
   logging.info('workdir: %s', _WORKDIR.value)
+  start_compilation_cache()
   received = []
 
   def stop(signum, frame):

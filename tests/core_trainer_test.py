@@ -19,6 +19,7 @@ import optax
 import orbax.checkpoint as ocp
 
 from jaxdyn.core import checkpoint as ckpt_lib
+from jaxdyn.core.config import ConfigError
 from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import results
 from jaxdyn.core import sweep
@@ -362,6 +363,59 @@ class TrainerTest(parameterized.TestCase):
                               (90, 1, 5)])
     # Resuming at a checkpoint step replays the same chunks.
     self.assertEqual(s.next_chunk(40), (2, 10))
+
+
+class DispatchCapTest(absltest.TestCase):
+  """`max_dispatch_seconds`: dispatches sized from a measured block time; records unchanged."""
+
+  def test_blocks_per_dispatch_fit_the_cap_and_divide_the_boundaries(self):
+    s = trainer.Schedule(steps=5000, eval_every=10, checkpoint_every=1000, steps_per_dispatch=1000,
+                         max_dispatch_seconds=20.0)
+    self.assertEqual(s.evaluations_per_dispatch(1.0), 20)   # 20 blocks of 1 s
+    self.assertEqual(s.evaluations_per_dispatch(3.0), 5)    # 6 fit; 5 divides the 100 per dispatch
+    self.assertEqual(s.evaluations_per_dispatch(50.0), 1)   # one block is the least
+    self.assertIsNone(s.evaluations_per_dispatch(0.1))      # 200 fit: the cap does not bind
+    uncapped = trainer.Schedule(steps=100, eval_every=10, checkpoint_every=50, steps_per_dispatch=50)
+    self.assertIsNone(uncapped.evaluations_per_dispatch(100.0))
+    ragged = trainer.Schedule(steps=100, eval_every=10, checkpoint_every=55, steps_per_dispatch=55,
+                              max_dispatch_seconds=3.0)
+    self.assertEqual(ragged.evaluations_per_dispatch(1.0), 3)
+
+  def test_capped_chunks_end_at_absolute_multiples(self):
+    s = trainer.Schedule(steps=95, eval_every=10, checkpoint_every=40, steps_per_dispatch=40)
+    step, chunks = 0, []
+    while step < s.steps:
+      n_outer, n_inner = s.next_chunk(step, max_evaluations=1 if step == 0 else 2)
+      chunks.append((step, n_outer, n_inner))
+      step += n_outer * n_inner
+    self.assertEqual(chunks, [(0, 1, 10), (10, 1, 10), (20, 2, 10), (40, 2, 10), (60, 2, 10),
+                              (80, 1, 10), (90, 1, 5)])
+
+  def test_a_capped_run_and_its_resume_equal_the_uncapped_run(self):
+    straight = trainer.train(regression_task(), toy_schedule(), self.create_tempdir().full_path,
+                             tensorboard=False)
+    capped = toy_schedule(max_dispatch_seconds=1e-6)   # any block exceeds it: one block a dispatch
+    workdir = self.create_tempdir().full_path
+    trainer.train(regression_task(), toy_schedule(steps=10, max_dispatch_seconds=1e-6), workdir,
+                  tensorboard=False)
+    resumed = trainer.train(regression_task(), capped, workdir, tensorboard=False)
+    np.testing.assert_array_equal(resumed.params['w'], straight.params['w'])
+    self.assertEqual(read_lines(workdir), read_lines(straight.workdir))
+    with open(os.path.join(workdir, 'compile.json')) as f:
+      launches = json.load(f)
+    self.assertLen(launches, 2)
+    for launch in launches:
+      chunks = [c for c in launch['compiles'] if c['program'] == 'chunk']
+      self.assertEqual({(c['n_outer'], c['n_inner']) for c in chunks}, {(1, 5)})   # one compile
+      sizing = [c for c in launch['compiles'] if c['program'] == 'dispatch sizing']
+      self.assertEqual([c['max_evaluations'] for c in sizing], [1])
+    with open(os.path.join(straight.workdir, 'compile.json')) as f:
+      uncapped = json.load(f)[0]['compiles']
+    self.assertEqual([(c['n_outer'], c['n_inner']) for c in uncapped], [(2, 5)])
+
+  def test_a_negative_cap_is_refused_by_name(self):
+    with self.assertRaisesRegex(ConfigError, 'train.max_dispatch_seconds'):
+      modular_addition.check_config(tiny(train__max_dispatch_seconds=-1.0))
 
 
 class KillAndResumeTest(absltest.TestCase):

@@ -3,11 +3,11 @@
 A checkpoint holds the train state (params, optimizer state, RNG key data, and the data-order state of
 every sweep member; the step) and a JSON `meta` item (the config, so that a workdir is not resumed with a
 different experiment). Saves are asynchronous; the manager keeps the last `keep` checkpoints.
+The workdir may be a local path or a URL (`gs://bucket/run`): Orbax takes either (`core.paths`).
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -16,6 +16,8 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 from jax.experimental import multihost_utils
+
+from jaxdyn.core import paths
 
 
 class CheckpointReadError(RuntimeError):
@@ -26,14 +28,14 @@ class Checkpointer:
   """Thin wrapper over `ocp.CheckpointManager`: save, restore-latest-readable, wait."""
 
   def __init__(self, workdir: str, keep: int, async_save: bool = True):
-    self.directory = os.path.join(os.path.abspath(workdir), 'checkpoints')
+    self.directory = paths.join(workdir, 'checkpoints')
     self.manager = ocp.CheckpointManager(
         self.directory,
         options=ocp.CheckpointManagerOptions(max_to_keep=keep, enable_async_checkpointing=async_save,
                                              cleanup_tmp_directories=True))
 
   def path(self, step: int) -> str:
-    return os.path.join(self.directory, str(step))
+    return paths.join(self.directory, str(step))
 
   def latest_step(self) -> int | None:
     return self.manager.latest_step()
@@ -80,13 +82,15 @@ class Checkpointer:
 
   def _set_aside(self, step: int) -> None:
     """Moves an unreadable checkpoint out of the way (kept for inspection) so its step can be redone;
-    process 0 moves it, the others wait for it."""
+    process 0 moves it, the others wait for it. (On an object store the move is a copy and a delete,
+    not atomic: a kill in between leaves part of it, which the next launch sets aside again.)"""
     if jax.process_index() == 0:
-      target = os.path.join(os.path.dirname(self.directory), 'checkpoints_unreadable', str(step))
-      if os.path.exists(target):
+      target = paths.join(str(paths.as_path(self.directory).parent), 'checkpoints_unreadable',
+                          str(step))
+      if paths.exists(target):
         target += f'.{int(time.time())}'
-      os.makedirs(os.path.dirname(target), exist_ok=True)
-      os.rename(self.path(step), target)
+      paths.makedirs(str(paths.as_path(target).parent))
+      paths.move(self.path(step), target)
       logging.error('moved unreadable checkpoint %s to %s', self.path(step), target)
     if jax.process_count() > 1:
       multihost_utils.sync_global_devices(f'jaxdyn set aside checkpoint {step}')
@@ -116,8 +120,8 @@ def load_state(workdir: str, step: int | None = None) -> tuple[int, Any]:
   """(step, train state) of a run's checkpoint at `step` (default: the latest), read without a
   template, as host numpy arrays: {'step', 'members': {'params', 'opt_state', 'key'}}, every member
   leaf with the sweep axis first. For analysis after training (a notebook, a report)."""
-  directory = os.path.join(os.path.abspath(workdir), 'checkpoints')
-  if not os.path.isdir(directory):
+  directory = paths.join(workdir, 'checkpoints')
+  if not paths.as_path(directory).is_dir():
     raise FileNotFoundError(f'{workdir} has no checkpoints/ folder: was it a run\'s workdir?')
   with ocp.CheckpointManager(directory) as manager:
     steps = manager.all_steps()

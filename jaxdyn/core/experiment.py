@@ -30,8 +30,8 @@ from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
 
 DEFAULT_TRAIN = dict(steps=1_000, eval_every=10, checkpoint_every=1_000, keep_checkpoints=3,
-                     steps_per_dispatch=1_000, progress_every_secs=10.0, tensorboard=False,
-                     microbatches=1)
+                     steps_per_dispatch=1_000, max_dispatch_seconds=0.0, progress_every_secs=10.0,
+                     tensorboard=False, microbatches=1)
 
 
 def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
@@ -39,7 +39,9 @@ def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
   """The groups every experiment has; `train` overrides the schedule defaults (`DEFAULT_TRAIN`).
 
   seed, num_seeds  members use seeds seed, seed + 1, ..., seed + num_seeds - 1
-  train            the schedule `trainer.schedule_from_config` reads (all counts in steps)
+  train            the schedule `trainer.schedule_from_config` reads (all counts in steps;
+                   max_dispatch_seconds > 0 also caps one dispatch's duration: a stop or preemption
+                   is then honoured within about that time; 0: off)
   mesh             devices on the sweep and data axes; -1: automatic (`mesh.make_mesh`);
                    shard_params: each member's params and optimizer state split over `data` (FSDP)
   """

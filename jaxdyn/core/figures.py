@@ -9,6 +9,7 @@ linear step axis unless the steps span more than two decades, integer ticks wher
 
 from __future__ import annotations
 
+import io
 import os
 import textwrap
 from typing import Mapping, Sequence
@@ -21,6 +22,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from jaxdyn.core import paths  # noqa: E402
+
 DPI = 120
 SPLITS = ('train', 'test', 'val', 'valid', 'validation', 'eval', 'held_out')  # metric-name prefixes
 STYLES = ('--', '-', ':', '-.')   # the j-th metric of a multi-metric panel
@@ -28,10 +31,16 @@ MAX_LEGEND_MEMBERS = 16           # members beyond this share one "+N more" entr
 
 
 def save(fig, path: str, dpi: int = DPI) -> str:
-  """Writes `fig` to `path` (creating its folder) with a tight bounding box (no text is clipped),
-  closes it, and returns the path."""
-  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-  fig.savefig(path, dpi=dpi, bbox_inches='tight', pad_inches=0.08)
+  """Writes `fig` to `path` (creating its folder; a local path or a URL such as `gs://...`) with a
+  tight bounding box (no text is clipped), closes it, and returns the path."""
+  if paths.is_url(path):   # rendered in memory, written as one object
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=dpi, bbox_inches='tight', pad_inches=0.08,
+                format=os.path.splitext(path)[1].lstrip('.') or 'png')
+    paths.write_bytes(path, buffer.getvalue())
+  else:
+    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches='tight', pad_inches=0.08)
   plt.close(fig)
   return path
 

@@ -13,12 +13,15 @@ import logging as logging_std
 import math
 import os
 import shutil
+import tempfile
 import time
 from typing import Any, Mapping, Sequence
 
 from absl import logging
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+from jaxdyn.core import paths
 
 METRICS_FILE = 'metrics.jsonl'
 
@@ -42,21 +45,40 @@ def _clean(value: Any) -> Any:
 
 
 class MetricWriter:
-  """JSONL always; TensorBoard event files when `tensorboard` is true."""
+  """JSONL always; TensorBoard event files when `tensorboard` is true.
+
+  In a local (or shared-file-system) workdir the JSONL file is appended to and flushed every
+  dispatch. In a workdir on an object store (`gs://...`: no append there) the records are kept in
+  memory and the whole object is rewritten (one atomic object write) at `sync()` (the trainer calls
+  it before every checkpoint, so the records up to a checkpoint exist whenever it does), at `close()`
+  and at most every `remote_sync_secs` on `flush()`; TensorBoard writes its event files to a local
+  staging folder, copied whole to `<workdir>/tensorboard/` at the same moments.
+  """
 
   def __init__(self, workdir: str, members: Sequence[Mapping[str, Any]], tensorboard: bool = True,
-               resumed_from: int | None = None):
+               resumed_from: int | None = None, remote_sync_secs: float = 30.0):
     """`resumed_from`: the restored step of a resumed run. TensorBoard is then told, by a
     `SessionLog.START` event at the next step, to purge the events an interrupted run wrote after it
     (the JSONL is cut back by `truncate_after`); otherwise both runs' curves would overlap."""
-    self.path = os.path.join(workdir, METRICS_FILE)
+    self.path = paths.join(workdir, METRICS_FILE)
     self.members = list(members)
-    self._file = open(self.path, 'a', encoding='utf-8')
+    self.remote = paths.is_url(workdir)
+    self._tb_remote = paths.join(workdir, 'tensorboard')
+    self._remote_sync_secs = remote_sync_secs
+    self._last_sync = time.monotonic()
+    if self.remote:
+      self._lines = [paths.read_text(self.path)] if paths.exists(self.path) else []
+      self._staging = tempfile.mkdtemp(prefix='jaxdyn-tensorboard-')
+      tb_root = self._staging
+    else:
+      paths.makedirs(workdir)
+      self._file = open(self.path, 'a', encoding='utf-8')
+      tb_root = self._tb_remote
     self._tb = []
     if tensorboard:
       for i, member in enumerate(self.members):
         name = '_'.join(f'{k}={v}' for k, v in member.items()) or f'member{i}'
-        self._tb.append(EventFileWriter(os.path.join(workdir, 'tensorboard', name)))
+        self._tb.append(EventFileWriter(os.path.join(tb_root, name)))
         if resumed_from is not None:
           self._tb[-1].add_event(event_pb2.Event(
               wall_time=time.time(), step=int(resumed_from) + 1,
@@ -65,7 +87,10 @@ class MetricWriter:
   def write(self, step: int, member: int, scalars: Mapping[str, Any]) -> None:
     record = {'step': int(step), 'member': member, **self.members[member]}
     record.update({k: _clean(v) for k, v in scalars.items()})
-    self._file.write(json.dumps(record) + '\n')
+    if self.remote:
+      self._lines.append(json.dumps(record) + '\n')
+    else:
+      self._file.write(json.dumps(record) + '\n')
     if self._tb:
       summary = summary_pb2.Summary(value=[
           summary_pb2.Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()])
@@ -73,14 +98,39 @@ class MetricWriter:
                                                  summary=summary))
 
   def flush(self) -> None:
-    self._file.flush()
+    """Locally: flushes the files. Remote: uploads if `remote_sync_secs` have passed."""
+    if not self.remote:
+      self.sync()
+    elif time.monotonic() - self._last_sync >= self._remote_sync_secs:
+      self.sync()
+
+  def sync(self) -> None:
+    """Everything written so far is in the workdir when this returns."""
     for tb in self._tb:
       tb.flush()
+    if not self.remote:
+      self._file.flush()
+      return
+    self._lines = [''.join(self._lines)]
+    paths.write_text(self.path, self._lines[0])
+    for root, _, files in os.walk(self._staging):
+      for name in files:
+        local = os.path.join(root, name)
+        with open(local, 'rb') as f:
+          paths.write_bytes(paths.join(self._tb_remote, os.path.relpath(local, self._staging)),
+                            f.read())
+    self._last_sync = time.monotonic()
 
   def close(self) -> None:
-    self._file.close()
     for tb in self._tb:
       tb.close()
+    tensorboard, self._tb = self._tb, []
+    if self.remote:
+      self.sync()   # after the event files are closed: they are uploaded complete
+      shutil.rmtree(self._staging, ignore_errors=True)
+    else:
+      self._file.close()
+    self._tb = tensorboard
 
 
 class NullWriter:
@@ -92,6 +142,9 @@ class NullWriter:
   def flush(self) -> None:
     pass
 
+  def sync(self) -> None:
+    pass
+
   def close(self) -> None:
     pass
 
@@ -99,14 +152,14 @@ class NullWriter:
 def truncate_after(workdir: str, step: int) -> None:
   """Drops the JSONL records written after `step` (by a run that was interrupted after it).
 
-  The kept records are written to a temporary file that then replaces the old one (`os.replace` is
-  atomic), so a kill at any instant leaves either the old or the new history, never less.
+  The kept records replace the old file atomically (`paths.replace_atomically`: a temporary file and
+  `os.replace` locally, one object write on an object store), so a kill at any instant leaves either
+  the old or the new history, never less.
   """
-  path = os.path.join(workdir, METRICS_FILE)
-  if not os.path.exists(path):
+  path = paths.join(workdir, METRICS_FILE)
+  if not paths.exists(path):
     return
-  with open(path, encoding='utf-8') as f:
-    lines = f.readlines()
+  lines = paths.read_text(path).splitlines(keepends=True)
   kept = []
   for line in lines:
     try:
@@ -122,28 +175,26 @@ def start_fresh(workdir: str) -> None:
   """Clears the records of an earlier run that saved no checkpoint (its steps will be redone):
   metrics.jsonl emptied atomically, its TensorBoard events removed. Without this a rerun would append
   a second copy of every (step, member) record."""
-  path = os.path.join(workdir, METRICS_FILE)
-  if os.path.exists(path) and os.path.getsize(path):
+  path = paths.join(workdir, METRICS_FILE)
+  if paths.exists(path) and paths.as_path(path).stat().length:
     logging.warning('%s holds records of a run that saved no checkpoint; starting its history afresh',
                     workdir)
     replace_atomically(path, [])
-  shutil.rmtree(os.path.join(workdir, 'tensorboard'), ignore_errors=True)
+  tensorboard = paths.as_path(paths.join(workdir, 'tensorboard'))
+  if tensorboard.exists():
+    tensorboard.rmtree()
 
 
 def replace_atomically(path: str, lines: Sequence[str]) -> None:
-  """Writes `lines` to `path` through a temporary file in the same folder and `os.replace`."""
-  tmp = f'{path}.tmp-{os.getpid()}'
-  with open(tmp, 'w', encoding='utf-8') as f:
-    f.writelines(lines)
-    f.flush()
-    os.fsync(f.fileno())
-  os.replace(tmp, path)
+  """Writes `lines` to `path` so that a kill leaves the old or the new content
+  (`paths.replace_atomically`)."""
+  paths.replace_atomically(path, ''.join(lines))
 
 
 def read_metrics(workdir: str) -> list[dict]:
   """All records of `<workdir>/metrics.jsonl`."""
-  with open(os.path.join(workdir, METRICS_FILE), encoding='utf-8') as f:
-    return [json.loads(line) for line in f if line.strip()]
+  text = paths.read_text(paths.join(workdir, METRICS_FILE))
+  return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 class Progress:

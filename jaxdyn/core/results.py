@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import paths
 
 Row = dict[str, Any]
 RECORD_KEYS = ('step', 'member')
@@ -189,18 +189,14 @@ def _cell(value: Any, spec: str | None, sem: float | None) -> str:
 
 
 def write_markdown(path: str, text: str) -> str:
-  """Writes `text` to `path` (creating its folder) and returns the path."""
-  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-  with open(path, 'w', encoding='utf-8') as f:
-    f.write(text)
+  """Writes `text` to `path` (creating its folder; a local path or a URL) and returns the path."""
+  paths.write_text(path, text)
   return path
 
 
 def write_json(path: str, obj: Any, indent: int | None = 1) -> str:
   """Writes `obj` as JSON (numpy scalars and arrays as numbers and lists) and returns the path."""
-  os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
-  with open(path, 'w', encoding='utf-8') as f:
-    json.dump(obj, f, indent=indent, default=_json_default)
+  paths.write_text(path, json.dumps(obj, indent=indent, default=_json_default))
   return path
 
 

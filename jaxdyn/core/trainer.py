@@ -13,7 +13,13 @@ hyperparameters); `train` turns it into one jitted program over the whole sweep:
     last good checkpoint;
   * Orbax checkpoints at absolute step multiples; restarting in the same workdir resumes, and because
     dispatch boundaries depend only on absolute steps, a resumed run is bit-identical to an
-    uninterrupted one.
+    uninterrupted one;
+  * with `max_dispatch_seconds`, one dispatch runs only as many evaluation blocks as fit in that
+    time (measured on the launch's first dispatch), so that a stop or preemption request, honoured
+    at dispatch boundaries, waits at most about that long; the records do not change;
+  * each chunk program is compiled ahead of time and its compile time logged and recorded in
+    `<workdir>/compile.json` (`core.compilation`).
+The workdir is a local path or a URL (`gs://bucket/run`, through `core.paths`).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import os
+import math
 import threading
 import time
 from typing import Any, Callable, Mapping
@@ -34,8 +40,10 @@ from absl import logging
 from jax.experimental import multihost_utils
 
 from jaxdyn.core import checkpoint as ckpt_lib
+from jaxdyn.core import compilation
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import paths
 from jaxdyn.core import results as results_lib
 from jaxdyn.core import workdir_lock
 from jaxdyn.core.config import ConfigError, differing_fields
@@ -93,15 +101,20 @@ class Schedule:
   keep_checkpoints: int = 3
   progress_every_secs: float = 10.0
   microbatches: int = 1   # gradient accumulation: each step's batch in this many equal parts
+  max_dispatch_seconds: float = 0.0   # 0: no cap in seconds
 
   def __post_init__(self):
     if self.microbatches < 1:
       raise ConfigError(f'train.microbatches must be at least 1, got {self.microbatches}')
 
-  def next_chunk(self, step: int) -> tuple[int, int]:
-    """(evaluations, steps per evaluation) of the dispatch starting at `step`."""
+  def next_chunk(self, step: int, max_evaluations: int | None = None) -> tuple[int, int]:
+    """(evaluations, steps per evaluation) of the dispatch starting at `step`; with
+    `max_evaluations`, dispatches also end at the absolute multiples of that many evaluations."""
     stop = min(self.steps, (step // self.checkpoint_every + 1) * self.checkpoint_every,
                (step // self.steps_per_dispatch + 1) * self.steps_per_dispatch)
+    if max_evaluations:
+      span = max_evaluations * self.eval_every
+      stop = min(stop, (step // span + 1) * span)
     offset = step % self.eval_every
     if offset:
       return 1, min(self.eval_every - offset, stop - step)
@@ -110,6 +123,22 @@ class Schedule:
 
   def is_checkpoint_step(self, step: int) -> bool:
     return step % self.checkpoint_every == 0 or step == self.steps
+
+  def evaluations_per_dispatch(self, block_seconds: float) -> int | None:
+    """The evaluation blocks (`eval_every` steps and an evaluation) one dispatch may run so that it
+    lasts at most `max_dispatch_seconds`, given the measured seconds of one block; None where the cap
+    does not bind. Chosen among the divisors of the blocks between dispatch and checkpoint boundaries,
+    so that the chunks keep one shape (one compile). Never below one block: a single block that takes
+    longer than the cap is the bound then (the records are made at block ends)."""
+    if self.max_dispatch_seconds <= 0:
+      return None
+    cap = max(1, int(self.max_dispatch_seconds / max(block_seconds, 1e-9)))
+    if cap * self.eval_every >= self.steps_per_dispatch:
+      return None
+    if self.steps_per_dispatch % self.eval_every or self.checkpoint_every % self.eval_every:
+      return cap
+    period = math.gcd(self.steps_per_dispatch, self.checkpoint_every) // self.eval_every
+    return max(d for d in range(1, min(cap, period) + 1) if period % d == 0)
 
 
 @dataclasses.dataclass
@@ -333,6 +362,62 @@ class _History:
     return out
 
 
+class _Dispatcher:
+  """Compiles the chunk programs ahead of time (each shape once, its compile time logged and kept in
+  `records`) and sizes dispatches under `schedule.max_dispatch_seconds`.
+
+  With a cap, the launch's first dispatch runs one evaluation block and is timed (compile excluded);
+  `Schedule.evaluations_per_dispatch` then fixes the blocks per dispatch for the rest of the launch
+  (on a multi-process run, process 0's choice is broadcast, so that every process dispatches the
+  same programs). Chunk shapes: at most the measured one, the capped one and the remainders at
+  boundaries the schedule has anyway.
+  """
+
+  def __init__(self, chunk_fn, schedule: Schedule):
+    self.chunk_fn, self.schedule = chunk_fn, schedule
+    self.compiled: dict[tuple[int, int], Any] = {}
+    self.records: list[dict] = []
+    self.measuring = schedule.max_dispatch_seconds > 0
+    self.max_evaluations: int | None = 1 if self.measuring else None
+    self._t_call = 0.0
+
+  def next_chunk(self, step: int) -> tuple[int, int]:
+    return self.schedule.next_chunk(step, self.max_evaluations)
+
+  def run(self, n_outer: int, n_inner: int, *args):
+    key = (n_outer, n_inner)
+    if key not in self.compiled:
+      self.compiled[key], record = compilation.compile_timed(
+          self.chunk_fn, *args, n_outer=n_outer, n_inner=n_inner)
+      record = {'program': 'chunk', 'n_outer': n_outer, 'n_inner': n_inner, **record}
+      self.records.append(record)
+      logging.info('compiled the chunk of %d x %d steps in %.2f s (lowering %.2f s%s)', n_outer,
+                   n_inner, record['compile_s'], record['lower_s'],
+                   ', from the persistent cache' if record['cache_hits'] else '')
+    self._t_call = time.perf_counter()
+    return self.compiled[key](*args)
+
+  def measured(self, n_outer: int, n_inner: int) -> None:
+    """Called once the measuring dispatch has finished: fixes the blocks per dispatch."""
+    seconds = time.perf_counter() - self._t_call
+    block = seconds / n_outer * self.schedule.eval_every / n_inner
+    evaluations = self.schedule.evaluations_per_dispatch(block)
+    if jax.process_count() > 1:
+      evaluations = int(multihost_utils.broadcast_one_to_all(np.int32(evaluations or 0))) or None
+    self.measuring, self.max_evaluations = False, evaluations
+    steps = (evaluations * self.schedule.eval_every if evaluations
+             else self.schedule.steps_per_dispatch)
+    logging.info('one evaluation block (%d steps and an evaluation) took %.3g s; dispatches of up '
+                 'to %d steps (train.max_dispatch_seconds=%g)', self.schedule.eval_every, block,
+                 steps, self.schedule.max_dispatch_seconds)
+    if block > self.schedule.max_dispatch_seconds:
+      logging.warning('one evaluation block takes %.3g s, more than train.max_dispatch_seconds=%g: '
+                      'dispatches (and the wait for a stop) are one block long', block,
+                      self.schedule.max_dispatch_seconds)
+    self.records.append({'program': 'dispatch sizing', 'block_s': round(block, 6),
+                         'max_evaluations': evaluations or 0})
+
+
 def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_json: dict | None = None,
           tensorboard: bool = True, shard_params: bool = False) -> TrainResult:
   """Runs (or resumes) `task` for `schedule.steps` steps, writing metrics and checkpoints to workdir.
@@ -341,7 +426,7 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
   `shard_params` splits each member's params and optimizer state over the mesh's `data` axis
   (`state_shardings`).
   """
-  os.makedirs(workdir, exist_ok=True)
+  paths.makedirs(workdir)
   with _lock_on_process_zero(workdir):
     return _train_locked(task, schedule, workdir, mesh=mesh, config_json=config_json,
                          tensorboard=tensorboard, shard_params=shard_params)
@@ -468,10 +553,14 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
 
     chunk_fn = build_chunk_fn(task, mesh, microbatches=schedule.microbatches,
                               state_sharding=state_sharding)
+    dispatcher = _Dispatcher(chunk_fn, schedule)
     pending, boundary = None, 0
     while step < schedule.steps:
-      n_outer, n_inner = schedule.next_chunk(step)
-      state, outs = chunk_fn(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner)
+      n_outer, n_inner = dispatcher.next_chunk(step)
+      state, outs = dispatcher.run(n_outer, n_inner, state, data, shared, hparams)
+      if dispatcher.measuring:   # the launch's first dispatch, timed to size the others
+        jax.block_until_ready((state, outs))
+        dispatcher.measured(n_outer, n_inner)
       if pending is not None:   # fetched one dispatch late: the host works while the device runs
         history.add_chunk(*pending)
       pending = (step, n_inner, outs)
@@ -479,6 +568,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
       if schedule.is_checkpoint_step(step):
         history.add_chunk(*pending)   # checked finite before it is saved
         pending = None
+        writer.sync()   # the records up to a checkpoint are in the workdir before it is
         checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)   # copy: `state` is donated
         history.last_good_checkpoint = checkpointer.path(step)
       boundary += 1   # JAX's preemption sync point counts calls, one per dispatch on every process
@@ -487,6 +577,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
         if pending is not None:
           history.add_chunk(*pending)
           pending = None
+          writer.sync()
           checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)
         progress.maybe_print(step, {}, force=True)
         _STOP.clear()
@@ -497,6 +588,8 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
   finally:   # also on Ctrl-C or an error: in-flight saves finish, records are flushed
     checkpointer.close()
     writer.close()
+    if is_primary() and 'dispatcher' in locals():
+      compilation.write_records(workdir, dispatcher.records)
   if jax.process_count() > 1:   # host copies of the sweep-sharded state, for reports
     state = multihost_utils.process_allgather(state, tiled=True)
   return TrainResult(state=state, history=history.arrays(), members=members, workdir=workdir,
@@ -508,7 +601,8 @@ def schedule_from_config(train_config) -> Schedule:
   t = train_config
   return Schedule(steps=t.steps, eval_every=t.eval_every, checkpoint_every=t.checkpoint_every,
                   steps_per_dispatch=t.steps_per_dispatch, keep_checkpoints=t.keep_checkpoints,
-                  progress_every_secs=t.progress_every_secs, microbatches=t.microbatches)
+                  progress_every_secs=t.progress_every_secs, microbatches=t.microbatches,
+                  max_dispatch_seconds=t.get('max_dispatch_seconds', 0.0))
 
 
 def train_from_config(task: Task, config, workdir: str) -> TrainResult:
@@ -521,7 +615,8 @@ def train_from_config(task: Task, config, workdir: str) -> TrainResult:
 
 # Fields that may change between a run and its resumption (they change no result).
 RESUMABLE_CHANGES = ('train.steps', 'train.progress_every_secs', 'train.steps_per_dispatch',
-                     'train.tensorboard', 'mesh.sweep', 'mesh.data', 'mesh.shard_params')
+                     'train.max_dispatch_seconds', 'train.tensorboard', 'mesh.sweep', 'mesh.data',
+                     'mesh.shard_params')
 
 
 # Fields added to every config after runs were saved without them, with the value that reproduces

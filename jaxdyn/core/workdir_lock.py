@@ -5,6 +5,15 @@ host and start time, and removes it on exit. A second launch in the same workdir
 the holder named. A lock left by a process that died without removing it (SIGKILL, a crash) is
 stale: on the same host its pid is no longer alive, and the lock is taken over with a warning. A lock
 held from another host cannot be checked from here; the message says how to remove it by hand.
+
+On an object store (`gs://...`, through `etils.epath`) there is no exclusive create: the lock is
+taken by checking that `.lock` is absent, writing it with a random token, waiting `REMOTE_SETTLE_SECS`
+and reading it back. Of two launches that race, the one whose token is read back holds the lock and
+the other is refused, unless the second checked for the file before the first had written it and
+read its own token back after the first had already read back its own: a window of one object
+write's latency, against which this guards only by the settle time. It is a guard against starting a
+second run by mistake, not a mutual-exclusion primitive. (GCS could make it exact with an
+`ifGenerationMatch=0` precondition, which epath does not expose.)
 """
 
 from __future__ import annotations
@@ -14,11 +23,16 @@ import json
 import os
 import socket
 import time
+import uuid
 from typing import Iterator
 
 from absl import logging
 
+from jaxdyn.core import paths
+
 LOCK_FILE = '.lock'
+REMOTE_SETTLE_SECS = 2.0
+_TOKENS: dict[str, str] = {}   # lock path -> the token this process wrote there
 
 
 class WorkdirLockedError(RuntimeError):
@@ -37,26 +51,39 @@ def _pid_alive(pid: int) -> bool:
 
 def _read(path: str) -> dict:
   try:
-    with open(path, encoding='utf-8') as f:
-      return json.load(f)
+    return json.loads(paths.read_text(path))
   except (OSError, ValueError):
     return {}   # being written this instant, or cut short by a kill
 
 
+def _holder() -> dict:
+  return {'pid': os.getpid(), 'host': socket.gethostname(),
+          'started': time.strftime('%Y-%m-%d %H:%M:%S %Z'), 'token': uuid.uuid4().hex}
+
+
 def _try_create(path: str) -> bool:
-  try:
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-  except FileExistsError:
-    return False
-  with os.fdopen(fd, 'w', encoding='utf-8') as f:
-    json.dump({'pid': os.getpid(), 'host': socket.gethostname(),
-               'started': time.strftime('%Y-%m-%d %H:%M:%S %Z')}, f)
+  holder = _holder()
+  if paths.is_url(path):   # no O_EXCL on an object store: write, settle, read back (module doc)
+    if paths.exists(path):
+      return False
+    paths.write_text(path, json.dumps(holder))
+    time.sleep(REMOTE_SETTLE_SECS)
+    if _read(path).get('token') != holder['token']:
+      return False
+  else:
+    try:
+      fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+      return False
+    with os.fdopen(fd, 'w', encoding='utf-8') as f:
+      json.dump(holder, f)
+  _TOKENS[path] = holder['token']
   return True
 
 
 def acquire(workdir: str) -> str:
   """Takes the workdir's lock (taking over a stale one); returns the lock file's path."""
-  path = os.path.join(workdir, LOCK_FILE)
+  path = paths.join(workdir, LOCK_FILE)
   for _ in range(2):
     if _try_create(path):
       return path
@@ -66,7 +93,7 @@ def acquire(workdir: str) -> str:
       logging.warning('workdir %s: taking over the lock of process %d, which is no longer running',
                       workdir, holder['pid'])
       with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
+        paths.as_path(path).unlink()
       continue
     who = (f'process {holder.get("pid")} on host {holder.get("host")} (since {holder.get("started")})'
            if holder else 'another process')
@@ -78,9 +105,11 @@ def acquire(workdir: str) -> str:
 
 def release(path: str) -> None:
   """Removes the lock if this process still holds it."""
-  if _read(path).get('pid') == os.getpid():
+  token = _TOKENS.pop(path, None)
+  holder = _read(path)
+  if holder.get('pid') == os.getpid() and holder.get('token') == token:
     with contextlib.suppress(FileNotFoundError):
-      os.remove(path)
+      paths.as_path(path).unlink()
 
 
 @contextlib.contextmanager

@@ -7,7 +7,6 @@ cross-entropy); a sweep over seeds × learning rates × weight decays runs as on
 
 from __future__ import annotations
 
-import json
 import os
 
 import jax
@@ -231,9 +230,9 @@ def write_fourier_analysis(result: trainer.TrainResult, config: ml_collections.C
   members = [{**member, **{f'{part}_accuracy': _final_or_nan(result, f'eval/{part}_accuracy', m)
                            for part in ('train', 'test')},
               **fourier_summary(member_params[m])} for m, member in enumerate(result.members)]
-  with open(os.path.join(result.workdir, 'fourier.json'), 'w') as f:
-    json.dump({'modulus': config.data.modulus, 'hidden': config.model.hidden,
-               'step': int(result.history['step'][-1]), 'members': members}, f, indent=1)
+  results.write_json(os.path.join(result.workdir, 'fourier.json'),   # a path or a URL
+                     {'modulus': config.data.modulus, 'hidden': config.model.hidden,
+                      'step': int(result.history['step'][-1]), 'members': members})
   fig_dir = os.path.join(result.workdir, 'figures')
   first = figures.member_label(result.members[0], ', ')
   setting = f'{config.data.operation} mod {config.data.modulus}, q={config.model.hidden}'
