@@ -4,8 +4,12 @@
 #
 #   launch/tpu_pod.sh TPU_NAME ZONE CONFIG WORKDIR [--config.field=VALUE ...]
 #
-# WORKDIR must be a path every worker sees (a shared file system; gs:// workdirs are not supported
-# yet). JAX finds the other workers itself (jax.distributed.initialize() on a pod slice).
+# WORKDIR is a bucket URL (gs://BUCKET/run; the workers' service account must be able to write it) or
+# a path every worker sees (a shared file system). JAX finds the other workers itself
+# (jax.distributed.initialize() on a pod slice). Dispatches are capped at 20 s
+# (--config.train.max_dispatch_seconds, overridable after CONFIG), so that a preemption notice is
+# honoured within the short notice of a spot/preemptible VM (30 s on GCE); programs are cached in
+# WORKDIR/compile_cache for the relaunch.
 set -euo pipefail
 if [ $# -lt 4 ]; then
   echo "usage: $0 TPU_NAME ZONE CONFIG WORKDIR [--config.field=VALUE ...]" >&2
@@ -18,6 +22,7 @@ repo=${JAXDYN_REPO:-jaxdyn}   # the checkout's folder on each worker
 gcloud compute tpus tpu-vm ssh "$tpu" --zone="$zone" --worker=all --command="
   set -e
   cd $repo
-  [ -d .venv ] || (python3 -m venv .venv && .venv/bin/pip install -q -e . 'jax[tpu]')
-  .venv/bin/python launch/train.py --config=$config --workdir=$workdir$overrides
+  [ -d .venv ] || (python3 -m venv .venv && .venv/bin/pip install -q -e '.[tpu]')   # jax[tpu], gcsfs
+  .venv/bin/python launch/train.py --config=$config --workdir=$workdir \
+    --config.train.max_dispatch_seconds=20$overrides
 "

@@ -538,6 +538,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
   except BaseException:
     checkpointer.close()
     raise
+  dispatcher = None
   try:
     progress = metrics_lib.Progress(schedule.steps, step, schedule.progress_every_secs)
     history = _History(writer, progress, members)
@@ -588,7 +589,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
   finally:   # also on Ctrl-C or an error: in-flight saves finish, records are flushed
     checkpointer.close()
     writer.close()
-    if is_primary() and 'dispatcher' in locals():
+    if is_primary() and dispatcher is not None:
       compilation.write_records(workdir, dispatcher.records)
   if jax.process_count() > 1:   # host copies of the sweep-sharded state, for reports
     state = multihost_utils.process_allgather(state, tiled=True)
