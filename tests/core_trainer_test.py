@@ -391,6 +391,20 @@ class DispatchCapTest(absltest.TestCase):
     self.assertEqual(chunks, [(0, 1, 10), (10, 1, 10), (20, 2, 10), (40, 2, 10), (60, 2, 10),
                               (80, 1, 10), (90, 1, 5)])
 
+  def test_a_remainder_runs_as_single_blocks_rather_than_a_new_compile(self):
+    s = trainer.Schedule(steps=100, eval_every=5, checkpoint_every=100, steps_per_dispatch=100,
+                         max_dispatch_seconds=1.0)
+    dispatcher = trainer._Dispatcher(None, s)   # pylint: disable=protected-access
+    dispatcher.compiled = {(1, 5): None}         # the measuring chunk, 0 -> 5
+    dispatcher.max_evaluations = 4               # measured: 4 blocks a dispatch
+    step, chunks = 5, []
+    while step < 60:
+      chunk = dispatcher.next_chunk(step)
+      dispatcher.compiled.setdefault(chunk, None)
+      chunks.append(chunk)
+      step += chunk[0] * chunk[1]
+    self.assertEqual(chunks, [(1, 5), (1, 5), (1, 5), (4, 5), (4, 5)])   # to 20, then 4 blocks a dispatch
+
   def test_a_capped_run_and_its_resume_equal_the_uncapped_run(self):
     straight = trainer.train(regression_task(), toy_schedule(), self.create_tempdir().full_path,
                              tensorboard=False)

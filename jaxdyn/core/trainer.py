@@ -369,8 +369,9 @@ class _Dispatcher:
   With a cap, the launch's first dispatch runs one evaluation block and is timed (compile excluded);
   `Schedule.evaluations_per_dispatch` then fixes the blocks per dispatch for the rest of the launch
   (on a multi-process run, process 0's choice is broadcast, so that every process dispatches the
-  same programs). Chunk shapes: at most the measured one, the capped one and the remainders at
-  boundaries the schedule has anyway.
+  same programs). Chunk shapes: the measured one (one block) and the capped one; a remainder up to a
+  boundary runs as single blocks rather than compiling a shape of its own. (The records and the
+  params do not depend on how the steps are cut into dispatches: `DispatchCapTest`.)
   """
 
   def __init__(self, chunk_fn, schedule: Schedule):
@@ -382,7 +383,11 @@ class _Dispatcher:
     self._t_call = 0.0
 
   def next_chunk(self, step: int) -> tuple[int, int]:
-    return self.schedule.next_chunk(step, self.max_evaluations)
+    n_outer, n_inner = self.schedule.next_chunk(step, self.max_evaluations)
+    if (self.max_evaluations and n_outer not in (1, self.max_evaluations)
+        and (n_outer, n_inner) not in self.compiled and (1, n_inner) in self.compiled):
+      return 1, n_inner   # a remainder (up to the next boundary) in single blocks: no new compile
+    return n_outer, n_inner
 
   def run(self, n_outer: int, n_inner: int, *args):
     key = (n_outer, n_inner)
