@@ -54,7 +54,7 @@ class ExperimentTest(absltest.TestCase):
     self.assertEqual(c.experiment, 'toy')
     self.assertEqual(experiment.seeds(c), [0, 1])
     self.assertEqual(set(c.train), set(experiment.DEFAULT_TRAIN))
-    self.assertEqual(c.mesh.to_dict(), {'sweep': -1, 'data': -1})
+    self.assertEqual(c.mesh.to_dict(), {'sweep': -1, 'data': -1, 'shard_params': False})
     with self.assertRaisesRegex(TypeError, 'stepz'):
       experiment.base_config('toy', stepz=3)
 
