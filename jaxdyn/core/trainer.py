@@ -595,7 +595,10 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
     checkpointer.close()
     writer.close()
     if is_primary() and dispatcher is not None:
-      compilation.write_records(workdir, dispatcher.records)
+      try:
+        compilation.write_records(workdir, dispatcher.records)
+      except Exception as e:  # noqa: BLE001 -- a record of compile times must not hide the run's error
+        logging.warning('could not write %s: %s', compilation.COMPILE_FILE, e)
   if jax.process_count() > 1:   # host copies of the sweep-sharded state, for reports
     state = multihost_utils.process_allgather(state, tiled=True)
   return TrainResult(state=state, history=history.arrays(), members=members, workdir=workdir,
