@@ -41,6 +41,7 @@ from jax.experimental import multihost_utils
 
 from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import compilation
+from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import paths
@@ -70,6 +71,9 @@ class Task:
   `hparams` maps names to arrays of shape (S,) and labels the members in the metrics. `hparams['seed']`
   seeds the member's parameters and data order. `shared_data` (a dict, no sweep axis, replicated:
   a text corpus, say) is merged into each member's `data` dict before get_batch and evaluate see it.
+  `member_batch`: how the training step runs over the members (`core.members`): 'auto' picks from
+  the step's largest intermediate, 'all' vmaps every member, an int k runs groups of k in a loop.
+  It changes the program, not the maths.
   """
   init_params: Callable[..., Params]
   loss_fn: Callable[..., tuple[jax.Array, dict]]
@@ -79,6 +83,7 @@ class Task:
   hparams: dict[str, np.ndarray]
   data: Any = None
   shared_data: dict | None = None
+  member_batch: int | str = 'auto'
 
   @property
   def num_members(self) -> int:
@@ -253,10 +258,14 @@ def build_chunk_fn(task: Task, mesh, *, microbatches: int = 1, state_sharding=No
   their loss (checked for non-finite values). `state_sharding` (default: members over `sweep`) is
   how the state stays laid out across dispatches (`state_shardings` for the FSDP layout).
   """
-  def vstep(with_stats):
-    return jax.vmap(functools.partial(_member_step, task, mesh, with_stats, microbatches),
-                    in_axes=(0, None, 0, None, 0), spmd_axis_name=mesh_lib.SWEEP)
-  lean_step, logged_step = vstep(False), vstep(True)
+  def vstep(with_stats, batch):
+    return members_lib.over_members(
+        functools.partial(_member_step, task, mesh, with_stats, microbatches),
+        (0, None, 0, None, 0), batch=batch, num_members=task.num_members,
+        sweep_devices=mesh.shape[mesh_lib.SWEEP], spmd_axis_name=mesh_lib.SWEEP)
+  # Params laid out over devices (FSDP, `state_shardings(shard_params=True)`): keep the plain vmap.
+  fsdp = state_sharding is not None and not isinstance(state_sharding['members'],
+                                                       jax.sharding.Sharding)
 
   rep = mesh_lib.replicated(mesh)
   state_sharding = state_sharding or {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
@@ -265,6 +274,10 @@ def build_chunk_fn(task: Task, mesh, *, microbatches: int = 1, state_sharding=No
   @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',),
                      out_shardings=(state_sharding, rep))
   def chunk(state, data, shared, hparams, *, n_outer: int, n_inner: int):
+    batch = None if fsdp else member_batch(task, mesh, state['members'], state['step'], data,
+                                           shared, hparams, microbatches)
+    lean_step, logged_step = vstep(False, batch), vstep(True, batch)
+
     def inner(carry, _):
       members, step = carry
       members, metrics = lean_step(members, step, data, shared, hparams)
@@ -284,6 +297,23 @@ def build_chunk_fn(task: Task, mesh, *, microbatches: int = 1, state_sharding=No
     return {'step': step, 'members': members}, outs
 
   return chunk
+
+
+def member_batch(task: Task, mesh, members, step, data, shared, hparams,
+                 microbatches: int = 1) -> int | None:
+  """The training step's members per group (None: all vmapped) for these (traced or concrete)
+  arguments: `task.member_batch`, or with 'auto' `members.auto_batch` of the lean step's largest
+  intermediate."""
+  if task.member_batch == 'all':
+    return None
+  if task.member_batch != 'auto':
+    return int(task.member_batch)
+  one = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
+  largest = members_lib.largest_intermediate_bytes(
+      functools.partial(_member_step, task, mesh, False, microbatches), one(members),
+      jax.ShapeDtypeStruct(step.shape, step.dtype), one(data),
+      jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), shared), one(hparams))
+  return members_lib.auto_batch(largest, task.num_members // mesh.shape[mesh_lib.SWEEP])
 
 
 class _History:

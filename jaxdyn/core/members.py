@@ -1,0 +1,105 @@
+"""How a sweep's member axis is executed: all members batched (`vmap`), or groups of members in a loop.
+
+A member's step is the same pure function either way; only the program around it changes. `vmap`
+turns every intermediate of shape (n, q) into (S, n, q): when one member's intermediates fit in the
+core's cache and S members' do not, each op of the batched program streams through memory and costs
+more than S single-member ops (measured in docs/benchmarks.md, "Where the vmap tax comes from").
+`over_members(fn, batch=b)` runs `lax.map` over groups of b members instead (each group vmapped), so
+that only b members' intermediates are live at a time; b = 1 is a loop of the single-member program.
+
+`auto_batch` picks b from the member step's largest intermediate (from its jaxpr, no compile): as many
+members per group as fit `CACHE_BUDGET_BYTES`, all of them when every intermediate is small.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+# Bytes of one group's largest intermediate that still run at cache speed: this machine has 1 MiB of
+# L2 per core (2 cores) and a 32 MiB L3 shared with other tenants (docs/benchmarks.md).
+CACHE_BUDGET_BYTES = 2 * 2 ** 20
+
+
+def over_members(fn: Callable, in_axes, *, batch: int | None, num_members: int,
+                 sweep_devices: int = 1, spmd_axis_name: str | None = None) -> Callable:
+  """`fn` over the leading (member) axis of the arguments with `in_axes == 0`.
+
+  batch None (or >= the members per sweep device): `jax.vmap` over all members, the axis named
+  `spmd_axis_name` (sharded over the mesh's sweep devices). Otherwise the members of each sweep
+  device run as `lax.map` over groups of `batch` (vmapped within a group); with several sweep devices
+  the member axis is split (devices, members per device) and the device axis vmapped.
+  Outputs have the leading member axis either way.
+  """
+  local = num_members // sweep_devices
+  if batch is None or batch >= local:
+    return jax.vmap(fn, in_axes=in_axes, spmd_axis_name=spmd_axis_name)
+  if batch < 1:
+    raise ValueError(f'member batch must be >= 1, got {batch}')
+  mapped = [i for i, a in enumerate(in_axes) if a == 0]
+
+  def run(*args):
+    def one_device(*dev_args):
+      def group(xs):
+        full = list(dev_args)
+        for i, x in zip(mapped, xs):
+          full[i] = x
+        return fn(*full)
+      return jax.lax.map(group, tuple(dev_args[i] for i in mapped), batch_size=batch)
+
+    split = list(args)
+    for i in mapped:
+      split[i] = jax.tree.map(lambda x: x.reshape(sweep_devices, local, *x.shape[1:]), args[i])
+    out = jax.vmap(one_device, in_axes=in_axes, spmd_axis_name=spmd_axis_name)(*split)
+    return jax.tree.map(lambda x: x.reshape(num_members, *x.shape[2:]), out)
+  return run
+
+
+def largest_intermediate_bytes(fn: Callable, *args) -> int:
+  """Bytes of the largest array any equation of `fn(*args)`'s jaxpr produces (nested jaxprs too)."""
+  closed = jax.make_jaxpr(fn)(*args)
+  best = 0
+
+  def visit(jaxpr):
+    nonlocal best
+    for eqn in jaxpr.eqns:
+      for v in eqn.outvars:
+        aval = getattr(v, 'aval', None)
+        if hasattr(aval, 'shape') and hasattr(aval, 'dtype'):
+          best = max(best, math.prod(aval.shape) * _itemsize(aval.dtype))
+      for sub in _subjaxprs(eqn.params):
+        visit(sub)
+  visit(closed.jaxpr)
+  return best
+
+
+def _itemsize(dtype) -> int:
+  try:
+    return np.dtype(dtype).itemsize
+  except TypeError:   # extended dtypes (typed PRNG keys)
+    return 8
+
+
+def _subjaxprs(params: dict[str, Any]):
+  for value in params.values():
+    for v in value if isinstance(value, (tuple, list)) else (value,):
+      if hasattr(v, 'eqns'):            # a Jaxpr
+        yield v
+      elif hasattr(getattr(v, 'jaxpr', None), 'eqns'):   # a ClosedJaxpr
+        yield v.jaxpr
+
+
+def auto_batch(largest_bytes: int, local_members: int,
+               budget: int = CACHE_BUDGET_BYTES) -> int | None:
+  """Members per group: None (vmap all) when all local members' largest intermediates fit `budget`,
+  else as many as fit (at least 1), rounded down to a divisor of `local_members` (no remainder
+  group, whose second program would double the compile)."""
+  if largest_bytes * local_members <= budget:
+    return None
+  fit = max(1, budget // max(largest_bytes, 1))
+  while local_members % fit:
+    fit -= 1
+  return fit
