@@ -1,142 +1,159 @@
-"""Benchmark of the modular-addition training step; prints ratios measured in one run.
+"""Benchmark of the modular-addition and Li2 training steps: the ratios of issue 14, in one run.
 
-  python launch/bench_modular.py [--steps=200] [--seeds=4] [--torch]
+  PYTHONPATH=. python launch/bench_modular.py [--steps=50] [--rounds=5] [--torch]
 
-1. steps/s per seed on the default (d=23, q=512) and on d=127, q=512 (full batch, 14.5k pairs);
-2. achieved FLOP/s on d=127 against this machine's matmul peak, measured in the same run by a jitted
-   large matmul (model FLOPs: 6·n·q·d per step, the three n×q×d matmuls of forward and backward);
-3. S vmapped seeds in one program against S single-seed runs (goal: <= 1.1 × S);
-4. the same step written plainly in PyTorch (embedding lookups, same loss and Adam with coupled L2),
-   if torch is installed (goal: jaxdyn >= 3x faster on d=23 and >= 1.2x on d=127).
+Every figure is seconds per full-batch training step (q = 512, Adam + coupled L2, centred MSE,
+compilation excluded) of the trainer's own compiled chunk, the median of `--rounds` rounds in which
+every program compared is timed once (interleaved, order rotated); ratios are taken within a round
+set. Members run as the trainer runs them (`Task.member_batch='auto'`, `core.members`) and, for
+comparison, all vmapped ('all').
 
-Timings exclude compilation; each is the median of several repeats of `--steps` steps.
+1. d = 23 (n = 476, overhead-bound): 8 members ÷ 1 member (goal <= 3);
+2. d = 127 (n = 14,516, compute-bound): S members ÷ (S × 1 member) (goal <= 1.05), and 1 member's
+   model FLOP/s (6·n·q·d per step: the three n×q×d matmuls) against this machine's matmul peak,
+   a jitted 2048³ matmul timed in the same rounds (goal >= 80%);
+3. Li2 scaling sweep (`li2_scaling.scaling_config`: c × seeds, each member's training set padded to
+   the largest n with a weight mask): S members ÷ (S × 1 member at the largest c);
+4. the same step written plainly in PyTorch (`torch_steps.py`, one member), where a Python with torch
+   is found: steps/s and jaxdyn's speed-up.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
-import statistics
-import time
 
 from absl import app, flags
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.core import mesh as mesh_lib
-from jaxdyn.core import trainer
+import bench_lib
+from jaxdyn.experiments import li2_grokking
+from jaxdyn.experiments import li2_scaling
 from jaxdyn.experiments import modular_addition
 
-_STEPS = flags.DEFINE_integer('steps', 100, 'Steps per timed repeat.')
-_REPEATS = flags.DEFINE_integer('repeats', 3, 'Timed repeats (median reported).')
-_SEEDS = flags.DEFINE_integer('seeds', 4, 'S: sweep members for the vmap comparison.')
-_TORCH = flags.DEFINE_boolean('torch', True, 'Also time the plain PyTorch step if torch imports.')
+_STEPS = flags.DEFINE_integer('steps', 50, 'Steps per timed call on d = 127 (10x on d = 23).')
+_ROUNDS = flags.DEFINE_integer('rounds', 5, 'Interleaved rounds (median reported).')
+_SEEDS = flags.DEFINE_integer('seeds', 4, 'S: members of the d = 127 sweep.')
+_TORCH = flags.DEFINE_boolean('torch', True, 'Also time the plain PyTorch step if torch is found.')
+_HLO = flags.DEFINE_boolean('hlo', False, 'Also print the compiled d = 23 sweep\'s matmuls, gathers, '
+                            'scatters and copies, all vmapped and as the trainer runs it.')
+_PARTS = flags.DEFINE_list('parts', ['d23', 'd127', 'li2'], 'Which comparisons to run.')
 
 
-def _config(modulus: int, seeds: int):
+def modular_task(modulus: int, members: int):
   config = modular_addition.get_config()
   config.data.modulus = modulus
-  config.num_seeds = seeds
+  config.num_seeds = members
   config.train.tensorboard = False
-  return config
+  return modular_addition.build_task(config), config
 
 
-def _median_time(fn, repeats: int) -> float:
-  fn()  # compile / warm up
-  times = []
-  for _ in range(repeats):
-    t = time.perf_counter()
-    fn()
-    times.append(time.perf_counter() - t)
-  return statistics.median(times)
+def li2_task(members_c: tuple[float, ...], seeds: int):
+  config = li2_scaling.scaling_config(41, 'gradient', members_c, seeds=seeds, steps=1000,
+                                      width_per_MlnM=0.83)
+  return li2_grokking.build_task(config)
 
 
-def time_jaxdyn(modulus: int, seeds: int, steps: int, repeats: int) -> float:
-  """Seconds per step of the whole sweep (all members), evaluation excluded."""
-  task = modular_addition.build_task(_config(modulus, seeds))
-  mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
-  data = jax.device_put(task.data)
-  hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
-  chunk = trainer.build_chunk_fn(task, mesh)
-  state = [jax.jit(functools.partial(trainer.init_state, task))()]
-
-  def run():
-    state[0], outs = chunk(state[0], data, None, hparams, n_outer=1, n_inner=steps)
-    jax.block_until_ready((state[0], outs))
-  return _median_time(run, repeats) / steps
+def torch_case(modulus: int) -> tuple[dict, dict]:
+  task, config = modular_task(modulus, 1)
+  return ({'builder': 'modular', 'd': modulus, 'q': config.model.hidden, 'lr': config.opt.lr,
+           'wd': config.opt.wd},
+          {'inputs': task.data['train_inputs'][0], 'labels': task.data['train_labels'][0]})
 
 
-def matmul_peak(repeats: int) -> float:
-  """FLOP/s of one jitted 2048³ float32 matmul: this machine's practical peak.
-
-  (One product per call: a chain of identical products would be folded into one by XLA's CSE.)
-  """
-  n = 2048
-  a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
-  b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
-  f = jax.jit(lambda a, b: a @ b)
-  seconds = _median_time(lambda: f(a, b).block_until_ready(), max(repeats, 5))
-  return 2 * n ** 3 / seconds
-
-
-def time_torch(modulus: int, steps: int, repeats: int) -> float | None:
-  """Seconds per step of one seed written plainly in PyTorch (CPU), or None without torch."""
-  try:
-    import torch  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    return None
-  torch.manual_seed(0)
-  d, q = modulus, 512
-  config = _config(modulus, 1)
-  data = modular_addition.member_data(config, np.array([0]))
-  inputs = torch.as_tensor(data['train_inputs'][0], dtype=torch.long)
-  labels = torch.as_tensor(data['train_labels'][0], dtype=torch.long)
-  target = torch.nn.functional.one_hot(labels, d).float() - 1.0 / d
-  w_a = torch.nn.Parameter(torch.empty(d, q).uniform_(-d ** -0.5, d ** -0.5))
-  w_b = torch.nn.Parameter(torch.empty(d, q).uniform_(-d ** -0.5, d ** -0.5))
-  w_c = torch.nn.Parameter(torch.empty(q, d).uniform_(-q ** -0.5, q ** -0.5))
-  opt = torch.optim.Adam([w_a, w_b, w_c], lr=config.opt.lr, weight_decay=config.opt.wd)
-
-  def run():
-    for _ in range(steps):
-      out = torch.square(w_a[inputs[:, 0]] + w_b[inputs[:, 1]]) @ w_c
-      loss = ((out - out.mean(-1, keepdim=True) - target) ** 2).sum(-1).mean()
-      opt.zero_grad(set_to_none=True)
-      loss.backward()
-      opt.step()
-  return _median_time(run, repeats) / steps
+def sweep_rows(name, one_task, sweep_task, steps, rounds, extra=None):
+  """Times 1 member and the S-member sweep (auto and all vmapped) interleaved; returns the medians
+  and how the auto program runs its members."""
+  timers = {'1 member': bench_lib.sweep_timer(one_task, steps)[0]}
+  auto, how = bench_lib.sweep_timer(sweep_task, steps, 'auto')
+  timers['auto'] = auto
+  if how != 'vmap':
+    timers['all vmapped'] = bench_lib.sweep_timer(sweep_task, steps, 'all')[0]
+  timers.update(extra or {})
+  print(f'  ({name}: timing {", ".join(timers)}; {rounds} rounds; {bench_lib.load()})', flush=True)
+  return bench_lib.interleaved(timers, rounds), how
 
 
 def main(argv):
   del argv
-  steps, repeats, seeds = _STEPS.value, _REPEATS.value, _SEEDS.value
+  steps, rounds, parts = _STEPS.value, _ROUNDS.value, _PARTS.value
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
-        f'jax {jax.__version__} on {jax.devices()[0].platform}; {steps} steps x {repeats} repeats')
-  peak = matmul_peak(repeats)
-  print(f'matmul peak (one 2048^3 f32 matmul, jitted): {peak / 1e9:.1f} GFLOP/s')
-  rows = []
-  for d in (23, 127):
-    single = time_jaxdyn(d, 1, steps, repeats)
-    sweep = time_jaxdyn(d, seeds, steps, repeats)
-    n = modular_addition.member_data(_config(d, 1), np.array([0]))['train_labels'].shape[1]
-    flops = 6 * n * 512 * d
-    torch_step = time_torch(d, steps, repeats) if _TORCH.value else None
-    rows.append((d, n, single, sweep, flops, torch_step))
-    print(f'\nd={d}, q=512, n_train={n} (full batch)')
-    print(f'  1 seed:            {1 / single:8.1f} steps/s   {flops / single / 1e9:6.1f} GFLOP/s '
-          f'= {flops / single / peak:5.1%} of matmul peak')
-    print(f'  {seeds} seeds vmapped:   {1 / sweep:8.1f} sweep steps/s = {seeds / sweep:.1f} '
-          f'seed-steps/s; time ratio vs 1 seed: {sweep / single:.2f} (goal <= {1.1 * seeds:.1f})')
-    print(f'  {seeds} seeds vmapped: {flops * seeds / sweep / 1e9:6.1f} GFLOP/s '
-          f'= {flops * seeds / sweep / peak:5.1%} of matmul peak')
-    if torch_step is not None:
-      print(f'  plain PyTorch 1 seed: {1 / torch_step:8.1f} steps/s; jaxdyn speed-up '
-            f'{torch_step / single:.2f}x (1 seed), {torch_step * seeds / sweep:.2f}x per seed-step '
-            f'vmapped')
-    else:
-      print('  plain PyTorch: torch not installed (pip install torch==2.13.0 for this comparison)')
+        f'jax {jax.__version__} on {jax.devices()[0].platform}; {bench_lib.load()}')
+  torch = None
+  if _TORCH.value:
+    torch = bench_lib.TorchSteps({f'modular_d{d}': torch_case(d) for d in (23, 127)
+                                  if f'd{d}' in parts})
+    print(f'PyTorch: {torch.info}' if torch.available else f'PyTorch: {torch.why}')
+  try:
+    if 'd23' in parts:
+      s = 8
+      extra = (torch.timers('modular_d23', 10 * steps)
+               if torch is not None and torch.available else None)
+      t, how = sweep_rows('d=23', modular_task(23, 1)[0], modular_task(23, s)[0], 10 * steps,
+                          rounds, extra)
+      print(f'\nd=23, q=512, n=476 (overhead-bound), {s} members')
+      print(f'  1 member: {1 / t["1 member"]:8.1f} steps/s')
+      print(f'  {s} members, trainer ({how}): {t["auto"] / t["1 member"]:5.2f} x one member\'s '
+            f'step time (goal <= 3)')
+      if 'all vmapped' in t:
+        print(f'  {s} members, all vmapped: {t["all vmapped"] / t["1 member"]:5.2f} x')
+      best = bench_lib.TorchSteps.best(t)
+      if best is not None:
+        t['torch'], threads = best
+        print(f'  plain PyTorch 1 member ({threads}): {1 / t["torch"]:8.1f} steps/s; jaxdyn speed-up '
+              f'{t["torch"] / t["1 member"]:.2f}x (1 member), '
+              f'{t["torch"] * s / t["auto"]:.2f}x per member-step in the sweep')
+      if _HLO.value:
+        for mode in ('all', 'auto', 1):
+          print('  compiled ops, 1 member:' if mode == 1 else f'  compiled ops, {s} members {mode}:')
+          ops = bench_lib.hlo_ops(modular_task(23, 1 if mode == 1 else s)[0], 'all' if mode == 1
+                                  else mode)
+          for kind, shapes in sorted(ops.items()):
+            print(f'    {kind}: {len(shapes)}: {", ".join(sorted(set(shapes)))}')
+    if 'd127' in parts:
+      s = _SEEDS.value
+      extra = {'matmul': bench_lib.matmul_timer()}
+      if torch is not None and torch.available:
+        extra.update(torch.timers('modular_d127', steps))
+      t, how = sweep_rows('d=127', modular_task(127, 1)[0], modular_task(127, s)[0], steps,
+                          rounds, extra)
+      n = 14516
+      flops = 6 * n * 512 * 127
+      peak = bench_lib.matmul_flops(t['matmul'])
+      print(f'  matmul peak in the same rounds (one 2048^3 f32 matmul, jitted, best of 3 per round): '
+            f'{peak / 1e9:.1f} GFLOP/s')
+      print(f'\nd=127, q=512, n={n} (compute-bound), S = {s} members')
+      print(f'  1 member: {1 / t["1 member"]:6.2f} steps/s, {flops / t["1 member"] / 1e9:6.1f} '
+            f'GFLOP/s = {flops / t["1 member"] / peak:5.1%} of the matmul peak (goal >= 80%)')
+      print(f'  {s} members, trainer ({how}): {t["auto"] / (s * t["1 member"]):5.3f} x '
+            f'(S x one member) (goal <= 1.05)')
+      if 'all vmapped' in t:
+        print(f'  {s} members, all vmapped: {t["all vmapped"] / (s * t["1 member"]):5.3f} x')
+      best = bench_lib.TorchSteps.best(t)
+      if best is not None:
+        t['torch'], threads = best
+        print(f'  plain PyTorch 1 member ({threads}): {1 / t["torch"]:6.2f} steps/s; jaxdyn speed-up '
+              f'{t["torch"] / t["1 member"]:.2f}x (1 member), '
+              f'{t["torch"] * s / t["auto"]:.2f}x per member-step in the sweep')
+    if 'li2' in parts:
+      cs, seeds = (1.5, 2.75, 4.5, 8.0), 3
+      sweep = li2_task(cs, seeds)
+      one = li2_task((max(cs),), 1)
+      n_max = one.data['train_weights'].shape[1]
+      n_used = float(np.sum(sweep.data['train_weights'])) / sweep.num_members
+      t, how = sweep_rows('li2', one, sweep, 4 * steps, rounds)
+      s = sweep.num_members
+      print(f'\nLi2 scaling sweep: Z41, q={li2_scaling.width_for(41, 0.83)}, c in {cs} x {seeds} '
+            f'seeds = {s} members padded to n = {n_max} (mean real n {n_used:.0f})')
+      print(f'  {s} members, trainer ({how}): {t["auto"] / (s * t["1 member"]):5.3f} x '
+            f'(S x one member at the largest c)')
+      if 'all vmapped' in t:
+        print(f'  {s} members, all vmapped: {t["all vmapped"] / (s * t["1 member"]):5.3f} x')
+  finally:
+    if torch is not None:
+      torch.close()
+  print(f'\nafter: {bench_lib.load()}')
 
 
 if __name__ == '__main__':

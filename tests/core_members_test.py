@@ -62,13 +62,14 @@ class OverMembersTest(parameterized.TestCase):
                      100 * 100 * 4)
 
   @parameterized.parameters(
-      (1000, 8, 10_000, None),     # all 8 fit: vmap
-      (3000, 8, 10_000, 2),        # 3 fit, rounded down to a divisor of 8
-      (3000, 9, 10_000, 3),
-      (20_000, 8, 10_000, 1),      # not even one fits: one at a time
-      (3000, 7, 10_000, 1))        # a prime count: no remainder group
-  def test_auto_batch(self, largest, local, budget, expected):
-    self.assertEqual(members.auto_batch(largest, local, budget), expected)
+      (1000, 8, None),       # all 8 fit: vmap
+      (3000, 8, 2),          # 3 fit, rounded down to a divisor of 8
+      (3000, 9, 3),
+      (3000, 7, 1),          # a prime count: no remainder group
+      (20_000, 8, None),     # one does not fit the cache but does not stream either: vmap
+      (100_000, 8, 1))       # one member streams from memory: one at a time
+  def test_auto_batch(self, largest, local, expected):
+    self.assertEqual(members.auto_batch(largest, local, budget=10_000, stream=50_000), expected)
 
 
 class TrainerMemberBatchTest(parameterized.TestCase):

@@ -8,7 +8,9 @@ more than S single-member ops (measured in docs/benchmarks.md, "Where the vmap t
 that only b members' intermediates are live at a time; b = 1 is a loop of the single-member program.
 
 `auto_batch` picks b from the member step's largest intermediate (from its jaxpr, no compile): as many
-members per group as fit `CACHE_BUDGET_BYTES`, all of them when every intermediate is small.
+members per group as fit `CACHE_BUDGET_BYTES`, all of them when every intermediate is small, one at
+a time when one member's alone is larger than `STREAM_BYTES`; the rules come from measurements
+(docs/benchmarks.md, "Sweeps that pay for themselves").
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import numpy as np
 # Bytes of one group's largest intermediate that still run at cache speed: this machine has 1 MiB of
 # L2 per core (2 cores) and a 32 MiB L3 shared with other tenants (docs/benchmarks.md).
 CACHE_BUDGET_BYTES = 2 * 2 ** 20
+# One member's largest intermediate from which it streams from memory anyway (half the L3).
+STREAM_BYTES = 16 * 2 ** 20
 
 
 def over_members(fn: Callable, in_axes, *, batch: int | None, num_members: int,
@@ -92,14 +96,24 @@ def _subjaxprs(params: dict[str, Any]):
         yield v.jaxpr
 
 
-def auto_batch(largest_bytes: int, local_members: int,
-               budget: int = CACHE_BUDGET_BYTES) -> int | None:
-  """Members per group: None (vmap all) when all local members' largest intermediates fit `budget`,
-  else as many as fit (at least 1), rounded down to a divisor of `local_members` (no remainder
-  group, whose second program would double the compile)."""
+def auto_batch(largest_bytes: int, local_members: int, budget: int = CACHE_BUDGET_BYTES,
+               stream: int = STREAM_BYTES) -> int | None:
+  """Members per group (None: vmap them all), by where one member's largest intermediate lives:
+
+  * all local members' fit `budget` (cache): vmap all;
+  * one member's fits `budget`, all of them do not: as many as fit (at least 1), rounded down to a
+    divisor of `local_members` (no remainder group, whose second program would double the compile);
+    measured: d = 23 modular, 8 members: 8.6x one member in groups of 2 against 18.4x vmapped;
+  * one member's is at least `stream` (streams from memory whichever way): one member at a time;
+    measured: d = 127 modular, 4 members: 0.95 x (4 x one member) against 1.10 vmapped;
+  * in between: vmap all (measured: JoMA hierarchical, 6 MB per member, 4 members: 1.17 vmapped
+    against 2.17 one at a time).
+  """
   if largest_bytes * local_members <= budget:
     return None
-  fit = max(1, budget // max(largest_bytes, 1))
-  while local_members % fit:
-    fit -= 1
-  return fit
+  if largest_bytes <= budget:
+    fit = max(1, budget // max(largest_bytes, 1))
+    while local_members % fit:
+      fit -= 1
+    return fit
+  return 1 if largest_bytes >= stream else None
