@@ -37,6 +37,7 @@ class MemoryPoliciesTest(parameterized.TestCase):
     config = galore_pretrain.get_config('tiny')
     config.data.update(batch_size=16, seq_len=16)
     config.model.update(num_layers=2)
+    config.method = 'full_adamw'   # the cheapest optimizer to compile; the policies are the same
     rows = {name: memory_policies.compile_under_policy(galore_pretrain, config, name)
             for name in ('float32', 'float32+remat+scan+micro4')}
     self.assertLess(rows['float32+remat+scan+micro4'].temp_gib, rows['float32'].temp_gib)

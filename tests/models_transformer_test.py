@@ -247,8 +247,7 @@ class DecoderTest(parameterized.TestCase):
       transformer.Decoder(config).apply(init(config, tokens), tokens,
                                         transformer.init_cache(config, 2))
 
-  @parameterized.parameters(dict(remat=True), dict(scan_layers=True),
-                            dict(scan_layers=True, remat=True))
+  @parameterized.parameters(dict(remat=True), dict(scan_layers=True, remat=True))
   def test_remat_and_scanned_layers_compute_the_same_function(self, **memory_policy):
     config = transformer.llama_config(VOCAB, 3, 16, 4, multiple_of=8, max_len=12)
     other = dataclasses.replace(config, **memory_policy)
