@@ -56,6 +56,7 @@ import numpy as np
 from jaxdyn.core import figures
 from jaxdyn.core.config import require
 from jaxdyn.core.figures import plt
+from jaxdyn.data import prosqa
 
 EMBEDDINGS = ('onehot', 'random')
 READOUTS = ('dual', 'matched')
@@ -306,18 +307,10 @@ def reachable_sets(num_nodes: int, edges_Ex2, root: int, num_thoughts: int) -> n
   """The paper's V_c (c = 0..C): nodes reachable from `root` in ≤ c steps, as a bool (C+1)xN table,
   by a plain queue BFS (the reference the transformer is checked against)."""
   require(num_thoughts >= 0, 'num_thoughts', num_thoughts, 'must be >= 0')
-  children = collections.defaultdict(list)
+  children = [[] for _ in range(num_nodes)]
   for s, u in np.asarray(edges_Ex2, np.int64).reshape(-1, 2):
     children[int(s)].append(int(u))
-  dist = np.full(num_nodes, -1)
-  dist[root] = 0
-  queue = collections.deque([root])
-  while queue:
-    v = queue.popleft()
-    for u in children[v]:
-      if dist[u] < 0:
-        dist[u] = dist[v] + 1
-        queue.append(u)
+  dist = prosqa.bfs_dist(children, root)
   c = np.arange(num_thoughts + 1)[:, None]
   return (dist[None, :] >= 0) & (dist[None, :] <= c)
 
@@ -420,7 +413,6 @@ def random_digraph(rng: np.random.Generator, num_nodes: int, mean_out_degree: fl
 def prosqa_graph(rng: np.random.Generator, num_nodes: int):
   """A graph of the ProsQA appendix law (`jaxdyn.data.prosqa.sample_dag`, read-only): root 0.
   Returns (edges Ex2 in random order, root)."""
-  from jaxdyn.data import prosqa  # the ProsQA generator, owned by the Coconut experiment
   parents, _, _ = prosqa.sample_dag(rng, num_nodes)
   edges = np.asarray([(p, v) for v, ps in enumerate(parents) for p in ps], np.int64).reshape(-1, 2)
   return edges[rng.permutation(len(edges))], 0
