@@ -148,19 +148,13 @@ def sln_rates(seed: int, num_graphs: int, num_nodes: int, *, kind: str = 'erdos_
   for start in range(0, num_graphs, chunk):
     n = min(chunk, num_graphs - start)
     adj = graphs_lib.random_graphs(rng, n, num_nodes, kind=kind, edge_prob=edge_prob)
-    edges, num_edges = graphs_lib.edge_lists(adj)
     source = rng.integers(0, num_nodes, n).astype(np.int32)
     target = ((source + rng.integers(1, num_nodes, n)) % num_nodes).astype(np.int32)
-    evals, evecs = line_graph_spectrum(edges, num_edges, num_nodes)
-    k = edges.shape[1] - 1 if dim is None and embedding == 'eigvecs' else dim
-    emb = spectral_embedding(evals, evecs, num_edges, embedding, k)
-    paths, reached = sln_walk(edges, num_edges, emb, source, target, num_nodes)
-    length = np.sum(paths >= 0, axis=1) - 1
-    dist = graphs_lib.bfs_distances(adj)[np.arange(n), source, target]
-    valid += int(reached.sum())
-    optimal += int((reached & (length == dist)).sum())
-    dist_sum += float(dist.sum())
-    edge_sum += float(num_edges.sum())
+    out = sln_on_graphs(adj, np.full(n, num_nodes), source, target, embedding, dim)
+    valid += int(out['valid'].sum())
+    optimal += int(out['optimal'].sum())
+    dist_sum += float(out['dist'].sum())
+    edge_sum += float(out['num_edges'].sum())
   return {'optimal': optimal / num_graphs, 'valid': valid / num_graphs,
           'mean_dist': dist_sum / num_graphs, 'mean_edges': edge_sum / num_graphs,
           'num_graphs': num_graphs}
@@ -296,7 +290,8 @@ def sln_on_graphs(adj_BxNxN: np.ndarray, num_nodes_B: np.ndarray, source_B: np.n
                   target_B: np.ndarray, embedding: str = 'commute',
                   dim: int | None = None) -> dict[str, np.ndarray]:
   """SLN on given (padded) graphs and queries, e.g. a model's held-out rows: per row 'valid'
-  (reached), 'optimal' (reached in dist(source, target) steps, the BFS distance)."""
+  (reached), 'optimal' (reached in dist(source, target) steps, the BFS distance), and the
+  row's 'dist' and 'num_edges'."""
   adj = np.asarray(adj_BxNxN, bool)
   b, n, _ = adj.shape
   edges, num_edges = graphs_lib.edge_lists(adj)
@@ -306,4 +301,5 @@ def sln_on_graphs(adj_BxNxN: np.ndarray, num_nodes_B: np.ndarray, source_B: np.n
   paths, reached = sln_walk(edges, num_edges, emb, source_B, target_B, n)
   length = np.sum(paths >= 0, axis=1) - 1
   dist = graphs_lib.bfs_distances(adj)[np.arange(b), source_B, target_B]
-  return {'valid': reached, 'optimal': reached & (length == dist)}
+  return {'valid': reached, 'optimal': reached & (length == dist), 'dist': dist,
+          'num_edges': num_edges}
