@@ -1,12 +1,13 @@
 """The Coconut method comparison on ProsQA-style graphs (the paper's Table 1, ProsQA columns).
 
   python launch/coconut.py --workdir=/tmp/coconut [--config=configs/coconut.py:tiny]
-      [--config.methods=cot,no_cot,pause,coconut,coconut_no_curriculum] [--config.num_seeds=3]
+      ["--config.methods=('cot','no_cot','coconut')"] [--config.num_seeds=3]
+  (a tuple override needs the quoted tuple syntax: `--config.methods=cot,no_cot` is one string)
 
 Trains every method × seed as one vmapped program (`jaxdyn.experiments.coconut`), then prints the
 table it wrote to `<workdir>/table.md` (test accuracy and generated tokens, mean ± sem over seeds,
 beside the published GPT-2 numbers) and the thought probes of `<workdir>/summary.json`; figures in
-`<workdir>/figures/` (curves, accuracy, probe, attention).
+`<workdir>/figures/` (curves, accuracy, probe, value, attention).
 """
 
 import json
@@ -30,9 +31,17 @@ def main(argv):
   with open(os.path.join(result.workdir, 'summary.json'), encoding='utf-8') as f:
     summary = json.load(f)
   for method, p in summary['probes'].items():
-    print(f'{method}: thought · node embedding (rows: thoughts; columns: {", ".join(p["groups"])})')
-    for j, (row, rate) in enumerate(zip(p['scores_MxGroup'], p['ordering_rate'])):
-      print(f'  t{j + 1}: ' + '  '.join(f'{v:+.3f}' for v in row) + f'   ordered in {rate:.0%}')
+    print(f'{method}: thought · node embedding (rows: thoughts; columns: {", ".join(p["groups"])}); '
+          'share of questions ordered: all three, frontier > reachable, reachable > unreachable')
+    for j, (row, rate, pair) in enumerate(zip(p['scores_MxGroup'], p['ordering_rate'],
+                                              p['pairwise_rates_Mx2'])):
+      print(f'  t{j + 1}: ' + '  '.join(f'{v:+.3f}' for v in row)
+            + f'   ordered {rate:.0%}, {pair[0]:.0%}, {pair[1]:.0%}')
+    v = p['values']
+    print(f'  value of the first thought\'s frontier nodes, p(token | thought) by height 0..: correct '
+          + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][0]) + ' | incorrect '
+          + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][1])
+          + f'; top frontier node correct in {v["top_correct"]:.0%} of {v["num_questions"]}')
 
 
 if __name__ == '__main__':

@@ -43,6 +43,46 @@ class GroupsTest(absltest.TestCase):
     np.testing.assert_array_equal(probes.ordering_rate(-t, emb, g), [0.0, 0.0, 0.0])
 
 
+ADJ = np.zeros((1, 7, 7), bool)
+for _p, _c in ((0, 1), (1, 2), (2, 3), (0, 4)):
+  ADJ[0, _p, _c] = True
+
+
+class ValueTest(absltest.TestCase):
+
+  def test_heights_and_correct_nodes(self):
+    # Leaves 3, 4, 5 have height 0; 2 → 3 is 1; 1 → 2 → 3 is 2; 0 → 4 is 1; padding -1.
+    np.testing.assert_array_equal(probes.node_heights(ADJ, NUM_NODES)[0], [1, 2, 1, 0, 0, 0, -1])
+    # The answer 3 is reached from 0, 1, 2 and itself, not from 4 or 5.
+    np.testing.assert_array_equal(probes.reaches_target(ADJ, np.array([3]))[0],
+                                  [1, 1, 1, 1, 0, 0, 0])
+
+  def test_frontier_values(self):
+    g = probes.node_groups(DIST, NUM_NODES, 2)
+    heights = probes.node_heights(ADJ, NUM_NODES)
+    correct = probes.reaches_target(ADJ, np.array([3]))
+    values = np.zeros((1, 2, 7))
+    values[0, 0, [1, 4, 2]] = [0.6, 0.1, 0.3]   # thought 0's frontier is {1, 4}; 2 is not in it
+    out = probes.frontier_values(values, g, heights, correct, thought=0, max_height=3)
+    want = np.full((2, 4), np.nan)
+    want[0, 2], want[1, 0] = 0.6, 0.1    # correct node 1 has height 2, incorrect node 4 height 0
+    np.testing.assert_allclose(out['mean_correct_incorrect_by_height'], want)
+    np.testing.assert_array_equal(out['count'], [[0, 0, 1, 0], [1, 0, 0, 0]])
+    self.assertEqual(out['top_correct'], 1.0)
+    values[0, 0, 4] = 0.9                 # the dead end now has the higher value
+    self.assertEqual(probes.frontier_values(values, g, heights, correct)['top_correct'], 0.0)
+
+  def test_pairwise_rates(self):
+    g = probes.node_groups(DIST, NUM_NODES, 1)
+    emb = np.eye(7)[None]
+    t = np.zeros((1, 1, 7))
+    t[0, 0, [1, 4]] = 1.0        # frontier 1 > reachable {2, 3} (0) = unreachable 5 (0)
+    np.testing.assert_array_equal(probes.pairwise_rates(t, emb, g), [[1.0, 0.0]])
+    t[0, 0, 5] = -1.0            # now reachable (0) > unreachable (-1) too
+    np.testing.assert_array_equal(probes.pairwise_rates(t, emb, g), [[1.0, 1.0]])
+    np.testing.assert_array_equal(probes.ordering_rate(t, emb, g), [1.0])
+
+
 class ModelProbeTest(absltest.TestCase):
 
   def test_thoughts_and_attention_match_the_forward(self):

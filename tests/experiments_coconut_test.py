@@ -2,7 +2,9 @@
 the curriculum stage as data, the report with the probes), a golden number, the stage arithmetic of
 the batches, and bad configs refused naming the field."""
 
+import json
 import os
+import tempfile
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -16,27 +18,58 @@ from jaxdyn.models import coconut as model_lib
 
 
 class TinyRunTest(absltest.TestCase):
+  """One :tiny run (every method × 1 seed, 12 steps) shared by the assertions below."""
 
-  def test_tiny_end_to_end(self):
-    config = coconut.get_config('tiny')
-    result = coconut.train_and_evaluate(config, self.create_tempdir().full_path)
-    names = coconut.method_names(config, result.members)
-    self.assertEqual(names, list(model_lib.METHODS))
-    loss = result.history['train/loss']
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.config = coconut.get_config('tiny')
+    cls.result = coconut.train_and_evaluate(cls.config, tempfile.mkdtemp())
+    cls.names = coconut.method_names(cls.config, cls.result.members)
+
+  def test_every_method_trains(self):
+    self.assertEqual(self.names, list(model_lib.METHODS))
+    loss = self.result.history['train/loss']
     self.assertTrue(np.all(np.isfinite(loss[1:])))   # step 0 has only the initial evaluation
     # 32 questions / batch 8 = 4 steps per epoch, 1 epoch per stage: the last step (11) is stage 2.
-    np.testing.assert_array_equal(result.history['train/stage'][-1], 2.0)
-    tokens = result.final('eval/test_tokens')
-    m = coconut.max_latents(config)
-    # Thoughts count as generated tokens: pause and Coconut generate at least M.
-    for method in ('pause', 'coconut', 'coconut_no_curriculum'):
-      self.assertGreaterEqual(tokens[names.index(method)], m)
-    for f in ('curves.png', 'accuracy.png', 'probe.png', 'attention.png'):
-      self.assertTrue(os.path.exists(os.path.join(result.workdir, 'figures', f)), f)
-    self.assertIn('coconut_no_curriculum', open(os.path.join(result.workdir, 'table.md')).read())
+    np.testing.assert_array_equal(self.result.history['train/stage'][-1], 2.0)
     # Golden number: the mean final training loss over the six members. Update it only when the
     # model, the data generator, the layouts or the optimizer change on purpose.
     self.assertAlmostEqual(float(np.mean(loss[-1])), GOLDEN_TINY_LOSS, delta=2e-3)
+
+  def test_generated_tokens_count_the_thoughts(self):
+    tokens = self.result.final('eval/test_tokens')
+    m = coconut.max_latents(self.config)
+    # Thoughts count as generated tokens: pause and Coconut generate at least M.
+    for method in ('pause', 'coconut', 'coconut_no_curriculum'):
+      self.assertGreaterEqual(tokens[self.names.index(method)], m)
+
+  def test_report(self):
+    workdir = self.result.workdir
+    for f in ('curves.png', 'accuracy.png', 'probe.png', 'value.png', 'attention.png'):
+      self.assertTrue(os.path.exists(os.path.join(workdir, 'figures', f)), f)
+    self.assertIn('coconut_no_curriculum', open(os.path.join(workdir, 'table.md')).read())
+    with open(os.path.join(workdir, 'summary.json')) as f:
+      probes = json.load(f)['probes']
+    m = coconut.max_latents(self.config)
+    for method in ('coconut', 'coconut_no_curriculum'):
+      self.assertEqual(np.asarray(probes[method]['scores_MxGroup']).shape, (m, 3))
+      self.assertEqual(np.asarray(probes[method]['pairwise_rates_Mx2']).shape, (m, 2))
+      counts = np.asarray(probes[method]['values']['count'])
+      self.assertGreater(counts.sum(), 0)   # first-thought frontier nodes were valued
+
+  def test_evaluation_matches_the_library_on_its_own(self):
+    # The in-training evaluation (val and test in one generation) equals evaluate_split per split.
+    config, result = self.config, self.result
+    data = coconut.datasets(config)
+    cfg = coconut.decoder_config(config)
+    i = self.names.index('coconut')
+    params = jax.tree.map(lambda a: a[i], result.params)
+    rows = {k: jnp.asarray(data['test'][k]) for k in coconut.FIELDS}
+    got = jax.jit(lambda p: coconut.evaluate_split(
+        config, cfg, p, rows, model_lib.METHODS.index('coconut')))(params)
+    self.assertAlmostEqual(float(got['accuracy']), result.final('eval/test_accuracy')[i], places=5)
+    self.assertAlmostEqual(float(got['tokens']), result.final('eval/test_tokens')[i], places=4)
 
 
 GOLDEN_TINY_LOSS = 2.6484   # measured 2.648372 (jax CPU, float32)
@@ -51,15 +84,16 @@ class BatchTest(absltest.TestCase):
     key = jax.random.key(0)
     first, _, _ = coconut.sizes(config)
     m = coconut.max_latents(config)
+    get_batch = jax.jit(task.get_batch)   # one compile for every step and method
     for step, want_stage in ((0, 0), (4, 1), (8, 2), (11, 2)):
-      seq, stage = task.get_batch(data, step, key)
+      seq, stage = get_batch(data, step, key)
       self.assertEqual(int(stage), want_stage)
       latents = np.asarray(seq.valid_BxT[:, first:first + m]).sum(1)
       np.testing.assert_array_equal(latents, min(want_stage, 2))
     # CoT keeps its chain at every step: more targets than No-CoT's answer-only 3 per question.
     for method, at_least, at_most in (('cot', 4, 3 * config.data.max_steps + 3), ('no_cot', 3, 3)):
       data['method'] = jnp.int32(model_lib.METHODS.index(method))
-      seq, _ = task.get_batch(data, 8, key)
+      seq, _ = get_batch(data, 8, key)
       targets = np.asarray(seq.loss_BxT).sum(1)
       self.assertTrue(np.all(targets >= at_least) and np.all(targets <= at_most))
 

@@ -9,7 +9,14 @@ from the entity (node 0):
   FRONTIER            distance j + 1 (the nodes one more step of search reaches)
   REACHABLE           reachable from the entity at any other distance (the entity itself excluded)
   UNREACHABLE         not reachable from the entity
-The superposition picture predicts frontier > reachable-not-frontier > unreachable for each thought.
+The superposition picture predicts frontier > reachable-not-frontier > unreachable for each thought
+(`group_scores` for the means, `ordering_rate` / `pairwise_rates` per question).
+
+The paper's value analysis ("Interpreting the latent search"): the value of node v in thought j is the
+probability the LM head gives v's token, softmax(t_j Eᵀ)[v]; a frontier node is "correct" when the
+answer is reachable from it, and its height is its shortest distance to a leaf. The paper reads an
+implicit value function off it (correct frontier nodes valued above the others, the gap widest at
+low height); `frontier_values` measures the same on our model.
 """
 
 from __future__ import annotations
@@ -67,6 +74,94 @@ def ordering_rate(thoughts_BxMxD, node_emb_BxNxD, groups_BxMxN) -> np.ndarray:
     if ok:
       rates[j] = np.mean(ok)
   return rates
+
+
+def pairwise_rates(thoughts_BxMxD, node_emb_BxNxD, groups_BxMxN) -> np.ndarray:
+  """M×2: per thought, the share of questions where the frontier's mean inner product exceeds the
+  other reachable nodes' (column 0; questions having both groups) and where the other reachable
+  nodes' exceeds the unreachable ones' (column 1): the two halves of `ordering_rate`, each counted
+  over the questions where it can be decided."""
+  ip = np.einsum('bmd,bnd->bmn', np.asarray(thoughts_BxMxD), np.asarray(node_emb_BxNxD))
+  g = np.asarray(groups_BxMxN)
+  out = np.full((ip.shape[1], 2), np.nan)
+  for j in range(ip.shape[1]):
+    for col, (hi, lo) in enumerate(((FRONTIER, REACHABLE), (REACHABLE, UNREACHABLE))):
+      ok = [ip[b, j][g[b, j] == hi].mean() > ip[b, j][g[b, j] == lo].mean()
+            for b in range(ip.shape[0]) if np.any(g[b, j] == hi) and np.any(g[b, j] == lo)]
+      if ok:
+        out[j, col] = np.mean(ok)
+  return out
+
+
+def node_heights(adj_BxNxN: np.ndarray, num_nodes_B: np.ndarray) -> np.ndarray:
+  """B×N: the paper's height of a node, its shortest distance to a leaf (a node without children;
+  leaves have height 0); -1 for padding."""
+  adj = np.asarray(adj_BxNxN, bool)
+  b, n, _ = adj.shape
+  real = np.arange(n)[None, :] < np.asarray(num_nodes_B)[:, None]
+  height = np.where(real & ~adj.any(2), 0, -1)
+  for h in range(1, n):
+    reaches = np.einsum('bvw,bw->bv', adj, (height == h - 1)) > 0   # a child at height h - 1
+    height = np.where((height < 0) & real & reaches, h, height)
+  return height
+
+
+def reaches_target(adj_BxNxN: np.ndarray, target_node_B: np.ndarray) -> np.ndarray:
+  """B×N: the target is reachable from node v (v is the target or one of its ancestors): the
+  paper's "correct" frontier nodes, those on some path to the answer."""
+  adj = np.asarray(adj_BxNxN, bool)
+  b, n, _ = adj.shape
+  ok = np.zeros((b, n), bool)
+  ok[np.arange(b), np.asarray(target_node_B)] = True
+  for _ in range(n):
+    ok = ok | (np.einsum('bvw,bw->bv', adj, ok) > 0)
+  return ok
+
+
+def frontier_values(values_BxMxN, groups_BxMxN, heights_BxN, correct_BxN, thought: int = 0,
+                    max_height: int = 4) -> dict:
+  """The paper's value analysis (Sec. 5, "Interpreting the latent search"): the value of a node in
+  thought j is the probability the LM head gives its token; for the frontier nodes of thought
+  `thought`, the mean value of the correct ones (with a path to the answer) and of the others by
+  height 0..max_height (NaN where none), their counts, and `top_correct`: the share of questions
+  (with both kinds of frontier node) whose highest-valued frontier node is a correct one."""
+  v = np.asarray(values_BxMxN)[:, thought]
+  front = np.asarray(groups_BxMxN)[:, thought] == FRONTIER
+  h, c = np.asarray(heights_BxN), np.asarray(correct_BxN, bool)
+  mean = np.full((2, max_height + 1), np.nan)
+  count = np.zeros((2, max_height + 1), np.int64)
+  for row, want in enumerate((True, False)):
+    for k in range(max_height + 1):
+      sel = front & (c == want) & (np.minimum(h, max_height) == k) & (h >= 0)
+      count[row, k] = sel.sum()
+      if sel.any():
+        mean[row, k] = v[sel].mean()
+  top = [c[b][front[b]][np.argmax(v[b][front[b]])] for b in range(v.shape[0])
+         if np.any(front[b] & c[b]) and np.any(front[b] & ~c[b])]
+  return {'mean_correct_incorrect_by_height': mean, 'count': count,
+          'top_correct': float(np.mean(top)) if top else float('nan'), 'num_questions': len(top)}
+
+
+def plot_values(analysis: dict, path: str, title: str = '') -> str:
+  """Mean value of correct / incorrect frontier nodes against the node's height (`frontier_values`)."""
+  mean, count = analysis['mean_correct_incorrect_by_height'], analysis['count']
+  fig, ax = plt.subplots(figsize=(4.8, 3.4))
+  hs = np.arange(mean.shape[1])
+  for row, name in enumerate(('correct (reaches the answer)', 'incorrect')):
+    ax.plot(hs, mean[row], marker='o', ms=4, label=name)
+    for k in hs:
+      if count[row, k]:
+        ax.annotate(str(count[row, k]), (k, mean[row, k]), fontsize=6, textcoords='offset points',
+                    xytext=(3, 3))
+  ax.set_xlabel(f'height of the frontier node (last: ≥ {hs[-1]})')
+  ax.set_ylabel('value: p(node token | thought)')
+  ax.set_xticks(hs)
+  ax.grid(alpha=0.3)
+  ax.legend(fontsize=7)
+  ax.set_title(title or f'first thought: highest-valued frontier node correct in '
+               f'{analysis["top_correct"]:.0%} of {analysis["num_questions"]} questions', fontsize=8)
+  fig.tight_layout()
+  return figures.save(fig, path)
 
 
 def continuous_thoughts(cfg, params, seq: model_lib.Sequence, first_latent: int,

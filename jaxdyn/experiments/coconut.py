@@ -23,6 +23,7 @@ and tokens per method, mean ± sem over seeds, beside the paper's Table 1 (ProsQ
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 import jax
@@ -51,9 +52,13 @@ DEFAULT_METHODS = ('cot', 'no_cot', 'pause', 'coconut', 'coconut_no_curriculum')
 
 
 def default_config() -> ml_collections.ConfigDict:
-  """CPU-sized: graphs of 6-8 nodes, 2 layers d 32, five methods × 2 seeds, 12 epochs (1500 steps)."""
-  c = experiment.base_config('coconut', num_seeds=2, steps=1_500, eval_every=250,
-                             checkpoint_every=1_500, keep_checkpoints=1, steps_per_dispatch=250,
+  """CPU-sized: graphs of 6-8 nodes with answers ≥ 2 hops away, 2 layers d 64, five methods × 2
+  seeds, 8 epochs of 4000 questions (2000 steps): stage 0 (CoT) for 500 steps, stages 1 and 2, and
+  the last stage (every step replaced) from step 1500. The 1500-step setting before it (d 32, 1-hop
+  answers allowed, 2000 questions, optimizer re-created every 125 steps) left every method at
+  chance (docs/reasoning.md)."""
+  c = experiment.base_config('coconut', num_seeds=2, steps=2_000, eval_every=250,
+                             checkpoint_every=500, keep_checkpoints=1, steps_per_dispatch=250,
                              progress_every_secs=60.0, tensorboard=False)
   c.methods = DEFAULT_METHODS   # members: each method × each seed (models.coconut.METHODS)
   c.data = ml_collections.ConfigDict(dict(
@@ -61,20 +66,21 @@ def default_config() -> ml_collections.ConfigDict:
       parent_rate=1.8,            # Poisson mean of the parents of a new node (appendix: 1.5)
       p_only=0.35,                # probability of each one-root-only candidate group (appendix)
       depth_weight=1.5,           # parent weight 1 + depth_weight · depth (appendix)
-      min_hops=1,                 # answers closer to the entity are redrawn
+      min_hops=2,                 # answers closer to the entity are redrawn (1 hop: a lookup)
       answer='deepest',           # any | deepest node of group 1 (prosqa.ANSWER_CHOICES)
       max_edges=12,               # graphs with more edges are redrawn (sets the question length)
       max_steps=4,                # longest reasoning chain kept (sets the suffix length)
       num_entities=4, num_concepts=16,
-      num_train=2_000, num_val=100, num_test=300,
+      num_train=4_000, num_val=100, num_test=300,
       seed=0,                     # data seed (train, val and test use seed, seed + 1, seed + 2)
       batch_size=16))
   c.curriculum = ml_collections.ConfigDict(dict(
       c_thought=1,                # thoughts per replaced step (reference: 1)
-      max_latent_stage=3,         # last stage with steps left (reference: 6)
+      max_latent_stage=2,         # last stage with steps left (reference: 6)
       epochs_per_stage=2,         # reference: 5
-      reset_optimizer='epoch'))   # epoch (reference) | stage | never
-  c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=32, num_heads=4))
+      reset_optimizer='stage'))   # epoch (reference) | stage | never; per epoch would restart
+                                  # AdamW's moments 8 times in this run
+  c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=64, num_heads=4))
   c.opt = ml_collections.ConfigDict(dict(lr=1e-3, wd=0.01, b1=0.9, b2=0.999, eps=1e-8))
   c.eval = ml_collections.ConfigDict(dict(max_new_tokens=0))   # 0: 3 · max_steps + 3 (CoT's)
   return c
@@ -84,9 +90,9 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
   """Seconds: graphs of 5-7 nodes, 1 layer d 16, every method × 1 seed, 12 steps (tests)."""
   c.num_seeds = 1
   c.methods = model_lib.METHODS
-  c.data.update(min_nodes=5, max_nodes=7, max_edges=8, max_steps=3, num_entities=2,
+  c.data.update(min_nodes=5, max_nodes=7, max_edges=8, max_steps=3, min_hops=1, num_entities=2,
                 num_concepts=8, num_train=32, num_val=8, num_test=8, batch_size=8)
-  c.curriculum.update(max_latent_stage=2, epochs_per_stage=1)
+  c.curriculum.update(max_latent_stage=2, epochs_per_stage=1, reset_optimizer='epoch')
   c.model.update(num_layers=1, d_model=16, num_heads=2)
   c.train.update(steps=12, eval_every=6, checkpoint_every=12, steps_per_dispatch=12)
 
@@ -94,12 +100,12 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
 def _paper(c: ml_collections.ConfigDict) -> None:
   """The published setting: ProsQA-sized graphs (≈ 23 nodes), 17,886 / 300 / 500 questions, GPT-2
   small's shape (from scratch, not pre-trained), lr 1e-4, batch 32 (reference: 128 on 4 GPUs × 32),
-  c 1, 5 epochs per stage, max_latent_stage 6, 50 epochs, 3 seeds."""
+  c 1, 5 epochs per stage, max_latent_stage 6, AdamW re-created every epoch, 50 epochs, 3 seeds."""
   c.num_seeds = 3
   c.data.update(min_nodes=20, max_nodes=26, parent_rate=1.8, min_hops=3, answer='deepest',
                 max_edges=60, max_steps=12, num_entities=8, num_concepts=128, num_train=17_886,
                 num_val=300, num_test=500, batch_size=32)
-  c.curriculum.update(max_latent_stage=6, epochs_per_stage=5)
+  c.curriculum.update(max_latent_stage=6, epochs_per_stage=5, reset_optimizer='epoch')
   c.model.update(num_layers=12, d_model=768, num_heads=12)
   c.opt.update(lr=1e-4)
   steps_per_epoch = 17_886 // 32
@@ -200,8 +206,9 @@ def make_sequence(config, rows: dict, method, stage) -> model_lib.Sequence:
 FINAL_STAGE = 10_000   # past every curriculum stage: the inference layout
 
 
-def evaluate_split(config, cfg, params, rows, method) -> dict[str, jax.Array]:
-  """Greedy answers in the method's inference layout: accuracy and generated tokens (with thoughts)."""
+def evaluate_rows(config, cfg, params, rows, method) -> tuple[jax.Array, jax.Array]:
+  """Greedy answers in the method's inference layout, per question: (correct as 0/1, generated
+  tokens with the thoughts)."""
   first, _, _ = sizes(config)
   seq = make_sequence(config, rows, method, FINAL_STAGE)
   generated = model_lib.generate(cfg, params, seq, first, max_latents(config),
@@ -209,8 +216,13 @@ def evaluate_split(config, cfg, params, rows, method) -> dict[str, jax.Array]:
   correct, length = model_lib.score_answers(generated, rows['target'])
   latents = model_lib.method_layout(method, FINAL_STAGE, config.curriculum.max_latent_stage,
                                     config.curriculum.c_thought)[0]
-  return {'accuracy': jnp.mean(correct.astype(jnp.float32)),
-          'tokens': jnp.mean((length + latents).astype(jnp.float32))}
+  return correct.astype(jnp.float32), (length + latents).astype(jnp.float32)
+
+
+def evaluate_split(config, cfg, params, rows, method) -> dict[str, jax.Array]:
+  """Mean accuracy and generated tokens (with thoughts) of `evaluate_rows`."""
+  correct, tokens = evaluate_rows(config, cfg, params, rows, method)
+  return {'accuracy': jnp.mean(correct), 'tokens': jnp.mean(tokens)}
 
 
 def make_optimizer(config):
@@ -248,14 +260,15 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     loss, aux = model_lib.sequence_loss(cfg, params, seq, first, m)
     return loss, {**aux, 'stage': stage.astype(jnp.float32)}
 
+  n_val = config.data.num_val
+
   def evaluate(params, d):
-    out = {}
-    for split in ('val', 'test'):
-      r = evaluate_split(config, cfg, params, rows(d, split), d['method'])
-      out[f'{split}_accuracy'] = r['accuracy']
-      if split == 'test':
-        out['test_tokens'] = r['tokens']
-    return out
+    # One generation over validation and test questions together (rows are independent), so the
+    # compiled program holds one generation loop, not two.
+    both = {k: jnp.concatenate([d[f'val_{k}'], d[f'test_{k}']]) for k in FIELDS}
+    correct, tokens = evaluate_rows(config, cfg, params, both, d['method'])
+    return {'val_accuracy': jnp.mean(correct[:n_val]), 'test_accuracy': jnp.mean(correct[n_val:]),
+            'test_tokens': jnp.mean(tokens[n_val:])}
 
   return trainer.Task(
       init_params=lambda key, hp: model_lib.init_params(cfg, key),
@@ -293,28 +306,43 @@ def summary_rows(result: trainer.TrainResult, config) -> list[dict]:
   return out
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _probe_arrays(cfg, first, m, params, seq):
-  return (probes.continuous_thoughts(cfg, params, seq, first, m),
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _probe_arrays(config_json, method, params, rows, node_tok):
+  """One compiled program for the probe's arrays: the layout, the thoughts, their token
+  probabilities (B×M×V), the node embeddings and the attention maps."""
+  config = ml_collections.ConfigDict(json.loads(config_json))
+  cfg = decoder_config(config)
+  first, _, _ = sizes(config)
+  m = max_latents(config)
+  seq = make_sequence(config, rows, model_lib.METHODS.index(method), FINAL_STAGE)
+  thoughts = probes.continuous_thoughts(cfg, params, seq, first, m)
+  probs = jax.nn.softmax(model_lib.logits(cfg, params, thoughts), -1)
+  return (seq, thoughts, probs, model_lib.embed(params, node_tok),
           probes.attention_maps(cfg, params, seq, first, m))
 
 
 def probe(config, params, test: dict, method: str, num: int = 256) -> dict:
   """`analysis.coconut` on one member's params, `num` test questions in the method's inference
-  layout: thought · node-embedding by group (M×3), the ordering rate per thought, and the attention
+  layout: thought · node-embedding by group (M×3), the per-question ordering rates (all three
+  groups; each pair), the paper's value analysis of the first thought's frontier nodes (value = the
+  probability the LM head gives the node's token, by correctness and height), and the attention
   maps' inputs (sequence, attention per layer)."""
-  cfg = decoder_config(config)
-  first, _, _ = sizes(config)
   m = max_latents(config)
-  rows = {k: jnp.asarray(test[k][:num]) for k in FIELDS}
-  seq = make_sequence(config, rows, model_lib.METHODS.index(method), FINAL_STAGE)
-  thoughts, attn = _probe_arrays(cfg, first, m, params, seq)
-  thoughts = np.asarray(thoughts)
-  node_emb = np.asarray(model_lib.embed(params, jnp.asarray(test['node_token'][:num])))
+  rows = {k: np.asarray(test[k][:num]) for k in FIELDS}
+  node_tok = np.asarray(test['node_token'][:num])
+  seq, thoughts, probs, node_emb, attn = _probe_arrays(config.to_json(), method, params, rows,
+                                                       node_tok)
+  thoughts, node_emb = np.asarray(thoughts), np.asarray(node_emb)
   groups = probes.node_groups(test['dist'][:num], test['num_nodes'][:num], m)
+  values = np.take_along_axis(np.asarray(probs), np.repeat(node_tok[:, None], m, 1), axis=2)
+  target_node = np.argmax(node_tok == np.asarray(test['target'][:num])[:, None], axis=1)
+  heights = probes.node_heights(test['adj'][:num], test['num_nodes'][:num])
+  correct = probes.reaches_target(test['adj'][:num], target_node)
   return {'scores': probes.group_scores(thoughts, node_emb, groups),
-          'ordering_rate': probes.ordering_rate(thoughts, node_emb, groups), 'seq': seq,
-          'attention': attn}
+          'ordering_rate': probes.ordering_rate(thoughts, node_emb, groups),
+          'pairwise_rates': probes.pairwise_rates(thoughts, node_emb, groups),
+          'values': probes.frontier_values(values, groups, heights, correct, thought=0),
+          'seq': seq, 'attention': attn}
 
 
 def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
@@ -343,8 +371,11 @@ def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict)
     out = probe(config, jax.tree.map(lambda a, i=i: a[i], result.params), test, method)
     probed[f'{method} (seed {result.members[i]["seed"]})'] = out['scores']
     probe_summary[method] = {'scores_MxGroup': out['scores'],
-                             'ordering_rate': out['ordering_rate'], 'groups': probes.GROUP_NAMES}
+                             'ordering_rate': out['ordering_rate'],
+                             'pairwise_rates_Mx2': out['pairwise_rates'],
+                             'values': out['values'], 'groups': probes.GROUP_NAMES}
     if method == 'coconut':
+      probes.plot_values(out['values'], os.path.join(figdir, 'value.png'))
       spec_ = spec(config)
       labels = [prosqa.decode([t], spec_) or '·' for t in np.asarray(out['seq'].tokens_BxT[0])]
       first, _, _ = sizes(config)
