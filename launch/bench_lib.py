@@ -3,7 +3,12 @@ timed per step, rounds interleaved between the programs compared, the machine's 
 peak, and the PyTorch subprocess (`torch_steps.py`).
 
 Timings on a shared machine drift; a ratio is only read from timings taken in the same rounds: each
-round times every program once, in a rotated order, and the median over rounds is reported.
+round times every program once, in a rotated order, and the median over rounds is reported. Every
+timer measures wall and CPU seconds (the process's, all its threads): under load, wall time includes
+the time other processes held the cores, CPU time does not, so the two ratios bracket the truth.
+`pin_cores(k)` restricts the process (and the PyTorch subprocess it starts) to k cores, so that
+jaxdyn and PyTorch are compared at the same thread count (XLA:CPU sizes its thread pool by the
+cores the process may use; PyTorch is asked for k threads).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import shutil
 import statistics
@@ -24,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import trainer
 
@@ -31,47 +38,89 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHONS = ('/work/torchvenv/bin/python',)
 
 
+def pin_cores(cores: int) -> str:
+  """Restricts this process (threads started later and child processes inherit it) to the first
+  `cores` of the cores it may use (0: all); call before jax touches a device. Returns a description."""
+  allowed = sorted(os.sched_getaffinity(0))
+  if cores:
+    if cores > len(allowed):
+      raise ValueError(f'--cores={cores}: only {len(allowed)} cores available')
+    os.sched_setaffinity(0, allowed[:cores])
+  return f'pinned to cores {sorted(os.sched_getaffinity(0))}'
+
+
+def cores() -> int:
+  return len(os.sched_getaffinity(0))
+
+
 def load() -> str:
   one, five, _ = os.getloadavg()
   return f'load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores'
 
 
-def sweep_timer(task: trainer.Task, steps: int, member_batch=None) -> tuple[Callable[[], float], str]:
+def fixed_batch(task: trainer.Task) -> trainer.Task:
+  """The task with its batch fixed: each member's batch at step 0 (as its `get_batch` draws it) is
+  computed once and kept in `data`; the step reads it instead of sampling. For comparisons with a
+  step that does not sample (the same work on both sides)."""
+  data = task.data if task.data is not None else {}
+  shared = task.shared_data
+  def first_batch(d, seed):   # the member's data key as `trainer.init_state` makes it
+    key = jax.random.fold_in(jax.random.key(seed), 1)
+    return task.get_batch(d if shared is None else {**d, **shared}, 0, key)
+  batches = jax.jit(jax.vmap(first_batch))(data, jnp.asarray(task.hparams['seed']))
+  return dataclasses.replace(task, data={**data, '_fixed_batch': jax.device_get(batches)},
+                             get_batch=lambda d, step, key: d['_fixed_batch'])
+
+
+def sweep_timer(task: trainer.Task, steps: int, member_batch=None, evaluate: bool = False,
+                microbatches: int = 1) -> tuple[Callable[[], tuple], str]:
   """A function timing `steps` training steps of the whole sweep (one dispatch of the trainer's
-  chunk, no evaluation), compiled and warmed up; and how its members run ('vmap' or 'groups of k').
-  `member_batch` overrides the task's ('auto', 'all' or an int)."""
+  chunk: `steps` - 1 lean steps and one with the logged statistics; the task's evaluation only with
+  `evaluate`: a forward pass over every evaluation row, which a training step of the PyTorch side
+  does not do), compiled and warmed up, returning (wall, CPU) seconds per step; and how its members
+  run ('vmap' or 'groups of k'). `member_batch` overrides the task's ('auto', 'all' or an int);
+  `microbatches`: the trainer's gradient accumulation (each member's batch in that many parts)."""
   if member_batch is not None:
     task = dataclasses.replace(task, member_batch=member_batch)
+  if not evaluate:
+    task = dataclasses.replace(task, evaluate=None)
   mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
   data = jax.device_put(task.data)
   shared = jax.device_put(task.shared_data)
   hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
-  chunk = trainer.build_chunk_fn(task, mesh)
+  chunk = trainer.build_chunk_fn(task, mesh, microbatches=microbatches)
   # placed as the chunk returns it (as the trainer does), or the first call would compile twice
   state_sharding = {'step': mesh_lib.replicated(mesh), 'members': mesh_lib.sweep_sharding(mesh)}
   state = [jax.jit(functools.partial(trainer.init_state, task), out_shardings=state_sharding)()]
   batch = trainer.member_batch(task, mesh, state[0]['members'], state[0]['step'], data, shared,
-                               hparams)
+                               hparams, microbatches)
   how = 'vmap' if batch is None else f'groups of {batch}'
 
-  def run() -> float:
-    t = time.perf_counter()
+  def run() -> tuple[float, float]:
+    t, cpu = time.perf_counter(), time.process_time()
     state[0], outs = chunk(state[0], data, shared, hparams, n_outer=1, n_inner=steps)
     jax.block_until_ready((state[0], outs))
-    return (time.perf_counter() - t) / steps
+    return (time.perf_counter() - t) / steps, (time.process_time() - cpu) / steps
   run()   # compile
   return run, how
 
 
-def interleaved(timers: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
-  """Median over `rounds` of each timer's seconds per step; each round runs every timer once, the
-  order rotated by one each round."""
+class Medians(dict):
+  """Median wall seconds per timer; `.cpu`: median CPU seconds per timer."""
+  cpu: dict
+
+
+def interleaved(timers: dict[str, Callable[[], tuple[float, float]]], rounds: int) -> Medians:
+  """Median over `rounds` of each timer's (wall, CPU) seconds per step; each round runs every timer
+  once, the order rotated by one each round."""
   names = list(timers)
   times = {n: [] for n in names}
   for r in range(rounds):
     for n in names[r % len(names):] + names[:r % len(names)]:
       times[n].append(timers[n]())
-  return {n: statistics.median(v) for n, v in times.items()}
+  out = Medians({n: statistics.median(w for w, _ in v) for n, v in times.items()})
+  out.cpu = {n: statistics.median(c for _, c in v) for n, v in times.items()}
+  return out
 
 
 MATMUL_N = 2048
@@ -86,12 +135,12 @@ def matmul_timer() -> Callable[[], float]:
   f = jax.jit(lambda a, b: a @ b)
   f(a, b).block_until_ready()
 
-  def run() -> float:
+  def run() -> tuple[float, float]:
     times = []
     for _ in range(3):
-      t = time.perf_counter()
+      t, cpu = time.perf_counter(), time.process_time()
       f(a, b).block_until_ready()
-      times.append(time.perf_counter() - t)
+      times.append((time.perf_counter() - t, time.process_time() - cpu))
     return min(times)
   return run
 
@@ -142,16 +191,18 @@ class TorchSteps:
         return python
     return None
 
-  def timer(self, name: str, steps: int, threads: int) -> Callable[[], float]:
-    def run() -> float:
+  def timer(self, name: str, steps: int, threads: int) -> Callable[[], tuple[float, float]]:
+    def run() -> tuple[float, float]:
       self.proc.stdin.write(json.dumps({'case': name, 'steps': steps, 'threads': threads}) + '\n')
       self.proc.stdin.flush()
-      return json.loads(self.proc.stdout.readline())['seconds'] / steps
+      answer = json.loads(self.proc.stdout.readline())
+      return answer['seconds'] / steps, answer['cpu_seconds'] / steps
     return run
 
-  def timers(self, name: str, steps: int) -> dict[str, Callable[[], float]]:
-    """Timers of torch with 1 and with 2 threads (`best` picks the faster median)."""
-    return {f'torch {k} thread': self.timer(name, steps, k) for k in (1, 2)}
+  def timers(self, name: str, steps: int,
+             threads: tuple[int, ...] = (1, 2)) -> dict[str, Callable[[], tuple[float, float]]]:
+    """Timers of torch with each of `threads` (`best` picks the faster median)."""
+    return {f'torch {k} thread': self.timer(name, steps, k) for k in threads}
 
   @staticmethod
   def best(medians: dict[str, float]) -> tuple[float, str] | None:
@@ -169,6 +220,80 @@ class TorchSteps:
       self.proc = None
     if getattr(self, 'dir', None):
       shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def step_dots(task: trainer.Task) -> dict[tuple, int]:
+  """The matmuls (`dot_general`) of one member's lean training step (batch, loss, gradient,
+  update), from its jaxpr: {(lhs shape, rhs shape, dimension numbers): how many} (a `scan`'s body
+  counted `length` times)."""
+  one = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
+  state = jax.eval_shape(lambda: trainer.init_state(task))
+  mesh = mesh_lib.make_mesh(1, 1, 1)
+  closed = jax.make_jaxpr(functools.partial(trainer._member_step, task, mesh, False, 1))(
+      one(state['members']), jax.ShapeDtypeStruct((), jnp.int32), one(task.data),
+      task.shared_data, one(task.hparams))
+  dots: dict[tuple, int] = {}
+
+  def visit(jaxpr, times: int) -> None:
+    for eqn in jaxpr.eqns:
+      if eqn.primitive.name == 'dot_general':
+        key = (eqn.invars[0].aval.shape, eqn.invars[1].aval.shape,
+               eqn.params['dimension_numbers'])
+        dots[key] = dots.get(key, 0) + times
+      inner = times * (eqn.params.get('length', 1) if eqn.primitive.name == 'scan' else 1)
+      for sub in members_lib._subjaxprs(eqn.params):
+        visit(sub, inner)
+  visit(closed.jaxpr, 1)
+  return dots
+
+
+def dot_flops(key: tuple) -> int:
+  """2 × output size × contracted size of a `step_dots` key."""
+  lhs, rhs, ((lhs_contract, _), (lhs_batch, _)) = key
+  out = jax.eval_shape(lambda a, b: jax.lax.dot_general(a, b, key[2]),
+                       jax.ShapeDtypeStruct(lhs, jnp.float32), jax.ShapeDtypeStruct(rhs, jnp.float32))
+  return 2 * math.prod(out.shape) * math.prod(lhs[d] for d in lhs_contract)
+
+
+def step_matmul_flops(task: trainer.Task) -> int:
+  """FLOPs of the matmuls in one member's training step: the work a matmul peak is compared with."""
+  return sum(n * dot_flops(k) for k, n in step_dots(task).items())
+
+
+def dot_timers(task: trainer.Task, repeats: int = 5) -> dict[tuple, Callable[[], tuple]]:
+  """A timer per distinct matmul of the step (`step_dots`): each alone, jitted, float32 (the best
+  of `repeats` calls per round), to set the step's time against the time of its matmuls."""
+  timers = {}
+  for i, key in enumerate(step_dots(task)):
+    lhs = jax.random.normal(jax.random.key(2 * i), key[0], jnp.float32)
+    rhs = jax.random.normal(jax.random.key(2 * i + 1), key[1], jnp.float32)
+    f = jax.jit(functools.partial(jax.lax.dot_general, dimension_numbers=key[2]))
+    f(lhs, rhs).block_until_ready()
+
+    def run(f=f, lhs=lhs, rhs=rhs) -> tuple[float, float]:
+      times = []
+      for _ in range(repeats):
+        t, cpu = time.perf_counter(), time.process_time()
+        f(lhs, rhs).block_until_ready()
+        times.append((time.perf_counter() - t, time.process_time() - cpu))
+      return min(times)
+    timers[key] = run
+  return timers
+
+
+def matmuls_alone_timer(task: trainer.Task) -> Callable[[], tuple[float, float]]:
+  """A timer of one member's step's matmuls run alone (`dot_timers`: each distinct one once, its
+  time counted as often as the step has it): (wall, CPU) seconds."""
+  dots = step_dots(task)
+  timers = dot_timers(task)
+
+  def run() -> tuple[float, float]:
+    wall = cpu = 0.0
+    for key, timer in timers.items():
+      w, c = timer()
+      wall, cpu = wall + dots[key] * w, cpu + dots[key] * c
+    return wall, cpu
+  return run
 
 
 def hlo_ops(task: trainer.Task, member_batch, steps: int = 2) -> dict[str, list[str]]:

@@ -113,11 +113,12 @@ def main(argv):
             print(f'    {kind}: {len(shapes)}: {", ".join(sorted(set(shapes)))}')
     if 'd127' in parts:
       s = _SEEDS.value
-      extra = {'matmul': bench_lib.matmul_timer()}
+      one127 = modular_task(127, 1)[0]
+      extra = {'matmul': bench_lib.matmul_timer(),
+               'step matmuls alone': bench_lib.matmuls_alone_timer(one127)}
       if torch is not None and torch.available:
         extra.update(torch.timers('modular_d127', steps))
-      t, how = sweep_rows('d=127', modular_task(127, 1)[0], modular_task(127, s)[0], steps,
-                          rounds, extra)
+      t, how = sweep_rows('d=127', one127, modular_task(127, s)[0], steps, rounds, extra)
       n = 14516
       flops = 6 * n * 512 * 127
       peak = bench_lib.matmul_flops(t['matmul'])
@@ -126,6 +127,13 @@ def main(argv):
       print(f'\nd=127, q=512, n={n} (compute-bound), S = {s} members')
       print(f'  1 member: {1 / t["1 member"]:6.2f} steps/s, {flops / t["1 member"] / 1e9:6.1f} '
             f'GFLOP/s = {flops / t["1 member"] / peak:5.1%} of the matmul peak (goal >= 80%)')
+      dots = bench_lib.step_matmul_flops(one127)
+      alone = t['step matmuls alone']
+      print(f'  the step\'s matmuls alone (each jitted alone, {dots / 1e9:.2f} GFLOP): '
+            f'{1e3 * alone:.2f} ms = {dots / alone / peak:.1%} '
+            f'of the peak, {alone / t["1 member"]:.1%} of the step\'s {1e3 * t["1 member"]:.2f} ms '
+            f'(CPU time: {t.cpu["step matmuls alone"] / t.cpu["1 member"]:.1%}); a step at 80% of '
+            f'the peak would take {1e3 * flops / (0.8 * peak):.2f} ms')
       print(f'  {s} members, trainer ({how}): {t["auto"] / (s * t["1 member"]):5.3f} x '
             f'(S x one member) (goal <= 1.05)')
       if 'all vmapped' in t:

@@ -1,16 +1,22 @@
 """Benchmark of the toy-transformer experiments' training steps: sweep ratio and PyTorch, in one run.
 
-  PYTHONPATH=. python launch/bench_transformers.py [--steps=20] [--rounds=5] [--members=4]
+  PYTHONPATH=. python launch/bench_transformers.py [--steps=20] [--rounds=5] [--members=4] [--cores=1]
 
 For Scan & Snap, JoMA hierarchical and the reversal curse at their default (CPU-sized) configs:
-seconds per training step of the trainer's compiled chunk (compilation excluded; the step samples
-its own batch), the median of `--rounds` interleaved rounds (`bench_lib`), for
+seconds per training step of the trainer's compiled chunk (compilation excluded), the median of
+`--rounds` interleaved rounds (`bench_lib`), for
   * 1 member, and S = `--members` members (seeds) as the trainer runs them (`Task.member_batch=
     'auto'`) and all vmapped: S members ÷ (S × 1 member);
-  * the same step in plain PyTorch (`torch_steps.py`: eager, one member, same shapes and optimizer,
-    a fixed batch), where a Python with torch is found: tokens/s of both and jaxdyn ÷ PyTorch
-    (issue 14's goal: >= 2 on CPU).
-Tokens per step: batch × positions the model reads (Scan & Snap B·L, JoMA B·T, reversal B·2).
+  * the same step in plain PyTorch (`torch_steps.py`: eager, one member, same shapes, dtype
+    (float32) and optimizer), where a Python with torch is found, with the same work per step on
+    both sides, two ways: both sample their batch in the step from the same data ('sampled': jaxdyn
+    as the experiment trains, PyTorch with torch's RNG), and neither does (`fixed`: both read one
+    fixed batch, `bench_lib.fixed_batch`); tokens/s of each and jaxdyn ÷ PyTorch (issue 14's goal:
+    >= 2 on CPU), from wall time and from CPU time.
+Threads: `--cores=k` pins the process (XLA's thread pool) and the PyTorch subprocess to k cores and
+asks PyTorch for k threads (0, the default: every core; PyTorch is then timed with 1 and with all
+threads and the faster is compared). Tokens per step: batch × positions the model reads (Scan &
+Snap B·L, JoMA B·T, reversal B·2).
 """
 
 from __future__ import annotations
@@ -33,13 +39,26 @@ _MEMBERS = flags.DEFINE_integer('members', 4, 'S: members (seeds) of the sweep.'
 _TORCH = flags.DEFINE_boolean('torch', True, 'Also time the plain PyTorch step if torch is found.')
 _EXPERIMENTS = flags.DEFINE_list('experiments', ['scan_snap', 'joma_hierarchical',
                                                  'reversal_curse'], 'Which experiments.')
+_CORES = flags.DEFINE_integer('cores', 0, 'Pin to this many cores, PyTorch with as many threads '
+                              '(0: all cores; PyTorch with 1 and with all threads).')
+_DOTS = flags.DEFINE_boolean('dots', True, 'Also time the matmul peak and the step\'s matmuls alone '
+                              '(each distinct dot_general of the 1-member step, jitted alone) in '
+                              'the same rounds: where the step\'s time goes.')
+_BATCH = flags.DEFINE_enum('batch', 'both', ['sampled', 'fixed', 'both'],
+                           'Against PyTorch: both sides sample their batch, neither does, or both.')
 
 
 def _first_batch(task):
-  """Member 0's batch at step 0, as its get_batch makes it (for the PyTorch step)."""
+  """Member 0's batch at step 0, as its get_batch makes it (the fixed batch of both sides)."""
   data = jax.tree.map(lambda x: x[0], task.data)
   key = jax.random.fold_in(jax.random.key(int(task.hparams['seed'][0])), 1)
   return jax.device_get(jax.jit(task.get_batch)(data, 0, key))
+
+
+def _torch_cases(spec, fixed_arrays, sample_arrays):
+  """The PyTorch cases (spec, arrays) of one experiment: {'fixed': …, 'sampled': …}."""
+  return {'fixed': ({**spec, 'sample': False}, fixed_arrays),
+          'sampled': ({**spec, 'sample': True}, sample_arrays)}
 
 
 def scan_snap_case(members: int):
@@ -49,9 +68,13 @@ def scan_snap_case(members: int):
   dist = scan_snap.token_distribution(config)
   batch = _first_batch(task)
   spec = {'builder': 'scan_snap', 'num_tokens': dist.num_tokens, 'lr_z': config.opt.lr_z,
-          'lr_y': config.opt.lr_z * config.opt.lr_y_ratio, 'momentum': config.opt.momentum}
+          'lr_y': config.opt.lr_z * config.opt.lr_y_ratio, 'momentum': config.opt.momentum,
+          'batch_size': config.data.batch_size, 'seq_len': config.data.seq_len}
+  sample = {'cdf': np.cumsum(dist.context_probs(), axis=1).astype(np.float32),
+            'query_tokens': dist.query_tokens(), 'next_tokens': dist.next_tokens()}
   tokens = config.data.batch_size * config.data.seq_len
-  return task, (spec, {'tokens': batch['tokens'], 'labels': batch['labels']}), tokens
+  return task, _torch_cases(spec, {'tokens': batch['tokens'], 'labels': batch['labels']},
+                            sample), tokens
 
 
 def joma_case(members: int):
@@ -63,9 +86,10 @@ def joma_case(members: int):
   spec = {'builder': 'joma_hierarchical', 'vocab_size': decoder.vocab_size,
           'd_model': decoder.d_model, 'mlp_dim': decoder.mlp_width, 'num_layers': decoder.num_layers,
           'num_classes': config.data.num_classes, 'eps': decoder.norm_eps, 'lr': config.opt.lr,
-          'wd': config.opt.wd}
+          'wd': config.opt.wd, 'batch_size': config.data.batch_size}
   tokens = config.data.batch_size * config.data.seq_len
-  return task, (spec, {'tokens': batch['tokens'], 'labels': batch['labels']}), tokens
+  return task, _torch_cases(spec, {'tokens': batch['tokens'], 'labels': batch['labels']},
+                            {'sequences': task.data['sequences'][0]}), tokens
 
 
 def reversal_case(members: int):
@@ -78,23 +102,38 @@ def reversal_case(members: int):
   spec = {'builder': 'reversal_curse', 'vocab_size': decoder.vocab_size, 'd_model': decoder.d_model,
           'num_heads': decoder.num_heads, 'num_layers': decoder.num_layers,
           'max_len': decoder.max_len, 'eps': decoder.norm_eps, 'lr': config.opt.lr,
-          'wd': config.opt.wd}
-  return task, (spec, {'rows': rows}), config.data.batch_size * 2
+          'wd': config.opt.wd, 'batch_size': config.data.batch_size}
+  train = task.data['train'][0][:int(task.data['num_train'][0])]
+  return task, _torch_cases(spec, {'rows': rows}, {'rows': train}), config.data.batch_size * 2
 
 
 CASES = {'scan_snap': scan_snap_case, 'joma_hierarchical': joma_case,
          'reversal_curse': reversal_case}
 
 
+def _versus(t, tokens: int, jax_name: str, torch_names: list[str], label: str) -> None:
+  """jaxdyn's tokens/s against the faster PyTorch timer of `torch_names`, wall and CPU."""
+  best = min(torch_names, key=t.get)
+  print(f'  {label}: jaxdyn {tokens / t[jax_name]:10.0f} tokens/s, PyTorch ({best[len("torch "):]}) '
+        f'{tokens / t[best]:10.0f} tokens/s; jaxdyn / PyTorch: {t[best] / t[jax_name]:.2f} wall '
+        f'(goal >= 2), {t.cpu[best] / t.cpu[jax_name]:.2f} CPU time; CPU/wall: jaxdyn '
+        f'{t.cpu[jax_name] / t[jax_name]:.2f}, PyTorch {t.cpu[best] / t[best]:.2f}')
+
+
 def main(argv):
   del argv
   steps, rounds, s = _STEPS.value, _ROUNDS.value, _MEMBERS.value
+  pinned = bench_lib.pin_cores(_CORES.value)
+  cores = bench_lib.cores()
+  threads = (cores,) if _CORES.value else tuple(sorted({1, cores}))
+  modes = ('sampled', 'fixed') if _BATCH.value == 'both' else (_BATCH.value,)
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
-        f'jax {jax.__version__} on {jax.devices()[0].platform}; {bench_lib.load()}')
+        f'{pinned}, jax {jax.__version__} on {jax.devices()[0].platform}; {bench_lib.load()}')
   built = {name: (CASES[name](1), CASES[name](s)[0]) for name in _EXPERIMENTS.value}
   torch = None
   if _TORCH.value:
-    torch = bench_lib.TorchSteps({name: one[1] for name, (one, _) in built.items()})
+    torch = bench_lib.TorchSteps({f'{name}:{mode}': one[1][mode]
+                                  for name, (one, _) in built.items() for mode in modes})
     print(f'PyTorch: {torch.info}' if torch.available else f'PyTorch: {torch.why}')
   try:
     for name, ((one_task, _, tokens), sweep_task) in built.items():
@@ -102,23 +141,44 @@ def main(argv):
       timers['auto'], how = bench_lib.sweep_timer(sweep_task, steps, 'auto')
       if how != 'vmap':
         timers['all vmapped'] = bench_lib.sweep_timer(sweep_task, steps, 'all')[0]
+      if _DOTS.value:
+        timers['matmul peak'] = bench_lib.matmul_timer()
+        timers['step matmuls alone'] = bench_lib.matmuls_alone_timer(one_task)
+      if 'fixed' in modes:
+        timers['1 member fixed'] = bench_lib.sweep_timer(bench_lib.fixed_batch(one_task), steps)[0]
       if torch is not None and torch.available:
-        timers.update(torch.timers(name, steps))
+        for mode in modes:
+          timers.update({f'{k} {mode}': v for k, v in
+                         torch.timers(f'{name}:{mode}', steps, threads).items()})
       print(f'  ({name}: timing {", ".join(timers)}; {rounds} rounds; {bench_lib.load()})',
             flush=True)
       t = bench_lib.interleaved(timers, rounds)
-      print(f'\n{name}: {tokens} tokens per step')
+      print(f'\n{name}: {tokens} tokens per step; {bench_lib.load()}')
       print(f'  1 member: {1 / t["1 member"]:8.1f} steps/s = {tokens / t["1 member"]:10.0f} tokens/s')
       print(f'  {s} members, trainer ({how}): {t["auto"] / (s * t["1 member"]):5.3f} x '
             f'(S x one member)')
       if 'all vmapped' in t:
         print(f'  {s} members, all vmapped: {t["all vmapped"] / (s * t["1 member"]):5.3f} x')
-      best = bench_lib.TorchSteps.best(t)
-      if best is not None:
-        t['torch'], threads = best
-        print(f'  plain PyTorch 1 member ({threads}): {tokens / t["torch"]:10.0f} tokens/s; jaxdyn / PyTorch '
-              f'tokens/s: {t["torch"] / t["1 member"]:.2f} (goal >= 2), '
-              f'{t["torch"] * s / t["auto"]:.2f} per member in the sweep')
+      if _DOTS.value:   # CPU seconds: core-seconds, robust to the load (wall in brackets)
+        flops = bench_lib.step_matmul_flops(one_task)
+        c = t.cpu
+        peak = bench_lib.matmul_flops(c['matmul peak'])
+        alone = c['step matmuls alone']
+        print(f'  matmuls of the step: {flops / 1e6:.1f} MFLOP; per CPU-second: matmul peak (2048^3 '
+              f'f32, same rounds) {peak / 1e9:.1f} GFLOP/s [wall: '
+              f'{bench_lib.matmul_flops(t["matmul peak"]) / 1e9:.1f}], in the step '
+              f'{flops / c["1 member"] / 1e9:.1f} GFLOP/s = {flops / c["1 member"] / peak:.1%} of '
+              f'peak; those matmuls alone {1e3 * alone:.3f} CPU-ms = {alone / c["1 member"]:.1%} of '
+              f'the step\'s {1e3 * c["1 member"]:.3f} CPU-ms [wall {t["step matmuls alone"] / t["1 member"]:.1%}]')
+        torch_cpu = [v for k, v in c.items() if k.startswith('torch')]
+        if torch_cpu:
+          print(f'  jaxdyn\'s matmuls alone ÷ the fastest PyTorch step (CPU time): '
+                f'{alone / min(torch_cpu):.2f} (a ratio >= 2 needs <= 0.5)')
+      for mode in modes:
+        torch_names = [k for k in t if k.startswith('torch') and k.endswith(mode)]
+        if torch_names:
+          _versus(t, tokens, '1 member' if mode == 'sampled' else '1 member fixed', torch_names,
+                  f'both {mode}' if mode == 'sampled' else 'both fixed batch')
   finally:
     if torch is not None:
       torch.close()

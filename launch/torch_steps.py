@@ -7,14 +7,18 @@ that has torch (it imports neither jax nor jaxdyn, so torch can live in its own 
 
 It builds every case in CASES.npz (one fixed batch each, made by the jaxdyn task; `<case>/spec`
 holds the shapes and optimizer as JSON), prints READY, then answers each stdin line
-`{"case": name, "steps": n, "threads": k}` with `{"seconds": t}`: the wall time of n training steps (forward,
-backward, optimizer), so the caller can interleave its rounds with its own. (Threads are asked per call: on a
+`{"case": name, "steps": n, "threads": k}` with `{"seconds": t, "cpu_seconds": c}`: the wall and CPU
+time of n training steps (forward, backward, optimizer), so the caller can interleave its rounds with its own. (Threads are asked per call: on a
 loaded machine torch's 2 OpenMP threads spin against other processes, measured 1019 ms a reversal-curse
 step against 12 ms with 1 thread; the benchmarks time both and report the faster.)
 
 Each case is one member, the same shapes and optimizer as the jaxdyn step, written the way a
-PyTorch user would (nn.Embedding lookups / index_add_, nn.Linear, torch.optim). The batch is fixed:
-jaxdyn's step also samples its batch (in the compiled step), so the comparison favours PyTorch.
+PyTorch user would (nn.Embedding lookups / index_add_, nn.Linear, torch.optim). With
+`spec['sample']` true (the transformer cases), each step first draws its batch with torch's RNG from
+the same data as jaxdyn's `get_batch` draws from (Scan & Snap: inverse-CDF of one uniform per
+context token; JoMA: uniform classes, rows of the sequence table; reversal curse: a fresh
+permutation of the training rows per epoch), as the jaxdyn step does in its compiled program;
+otherwise the batch is the fixed one given (and the benchmark gives jaxdyn a fixed batch too).
 """
 
 from __future__ import annotations
@@ -52,19 +56,33 @@ def modular(spec, arrays):
 
 def scan_snap(spec, arrays):
   """Scan & Snap's 1-layer model: a = softmax_l Z[x_T, x_l]; f = Σ a_l e_{x_l} / ‖·‖; logits Y f;
-  SGD with momentum and separate rates for Z and Y."""
+  SGD with momentum and separate rates for Z and Y. Sampled: next token n uniform, L − 1 context
+  tokens by inverse CDF of p(l|n) (`cdf`, K × M), the query ψ(n) appended."""
   m = spec['num_tokens']
-  tokens = torch.as_tensor(arrays['tokens'], dtype=torch.long)
-  labels = torch.as_tensor(arrays['labels'], dtype=torch.long)
   z = nn.Parameter(torch.empty(m, m).uniform_(-m ** -0.5, m ** -0.5))
   y = nn.Parameter(torch.empty(m, m).uniform_(-m ** -0.5, m ** -0.5))
   opt = torch.optim.SGD([{'params': [z], 'lr': spec['lr_z']}, {'params': [y], 'lr': spec['lr_y']}],
                         momentum=spec['momentum'])
-  query, context = tokens[:, -1], tokens[:, :-1]
+  if spec.get('sample'):
+    cdf = torch.as_tensor(arrays['cdf'], dtype=torch.float32)
+    query_tokens = torch.as_tensor(arrays['query_tokens'], dtype=torch.long)
+    next_tokens = torch.as_tensor(arrays['next_tokens'], dtype=torch.long)
+    batch, context_len = spec['batch_size'], spec['seq_len'] - 1
+
+    def sample():
+      n = torch.randint(cdf.shape[0], (batch,))
+      u = torch.rand(batch, context_len)
+      context = torch.searchsorted(cdf[n], u, right=True).clamp_max_(m - 1)
+      return query_tokens[n], context, next_tokens[n]
+  else:
+    tokens = torch.as_tensor(arrays['tokens'], dtype=torch.long)
+    fixed = (tokens[:, -1], tokens[:, :-1], torch.as_tensor(arrays['labels'], dtype=torch.long))
+    sample = lambda: fixed
 
   def step():
+    query, context, labels = sample()
     attention = torch.softmax(torch.gather(z[query], 1, context), dim=-1)
-    feature = torch.zeros(tokens.shape[0], m).scatter_add(1, context, attention)
+    feature = torch.zeros(context.shape[0], m).scatter_add(1, context, attention)
     feature = feature / feature.norm(dim=-1, keepdim=True)
     loss = F.cross_entropy(feature @ y.T, labels)
     opt.zero_grad(set_to_none=True)
@@ -96,8 +114,16 @@ def joma_hierarchical(spec, arrays):
   """3 post-norm blocks, no positions, head with bias; class logits = first C logits at the last
   position; Adam with coupled L2."""
   vocab, d, classes = spec['vocab_size'], spec['d_model'], spec['num_classes']
-  tokens = torch.as_tensor(arrays['tokens'], dtype=torch.long)
-  labels = torch.as_tensor(arrays['labels'], dtype=torch.long)
+  if spec.get('sample'):   # uniform classes, their rows of the sequence table
+    sequences = torch.as_tensor(arrays['sequences'], dtype=torch.long)
+
+    def sample():
+      labels = torch.randint(classes, (spec['batch_size'],))
+      return sequences[labels], labels
+  else:
+    fixed = (torch.as_tensor(arrays['tokens'], dtype=torch.long),
+             torch.as_tensor(arrays['labels'], dtype=torch.long))
+    sample = lambda: fixed
   embed = nn.Embedding(vocab, d)
   blocks = nn.ModuleList(_PostNormBlock(d, spec['mlp_dim'], spec['eps'])
                          for _ in range(spec['num_layers']))
@@ -106,6 +132,7 @@ def joma_hierarchical(spec, arrays):
   opt = torch.optim.Adam(params, lr=spec['lr'], weight_decay=spec['wd'])
 
   def step():
+    tokens, labels = sample()
     x = embed(tokens)
     for block in blocks:
       x = block(x)
@@ -139,6 +166,18 @@ def reversal_curse(spec, arrays):
   """GPT-2-like decoder (learned positions, tied head) read at position 2; AdamW."""
   vocab, d = spec['vocab_size'], spec['d_model']
   rows = torch.as_tensor(arrays['rows'], dtype=torch.long)
+  if spec.get('sample'):   # epochs without replacement over the training rows (DataLoader shuffle)
+    batch, per_epoch = spec['batch_size'], len(rows) // spec['batch_size']
+    epoch = {'order': None, 'i': per_epoch}
+
+    def sample():
+      if epoch['i'] == per_epoch:
+        epoch['order'], epoch['i'] = torch.randperm(len(rows)), 0
+      idx = epoch['order'][epoch['i'] * batch:(epoch['i'] + 1) * batch]
+      epoch['i'] += 1
+      return rows[idx]
+  else:
+    sample = lambda: rows
   embed, positions = nn.Embedding(vocab, d), nn.Embedding(spec['max_len'], d)
   blocks = nn.ModuleList(_PreNormBlock(d, spec['num_heads'], spec['eps'])
                          for _ in range(spec['num_layers']))
@@ -146,9 +185,9 @@ def reversal_curse(spec, arrays):
   params = [*embed.parameters(), *positions.parameters(), *blocks.parameters(),
             *final_norm.parameters()]
   opt = torch.optim.AdamW(params, lr=spec['lr'], weight_decay=spec['wd'])
-  prompt, target = rows[:, :2], rows[:, 2]
-
   def step():
+    batch_rows = sample()
+    prompt, target = batch_rows[:, :2], batch_rows[:, 2]
     x = embed(prompt) + positions(torch.arange(2))[None]
     for block in blocks:
       x = block(x)
@@ -180,10 +219,11 @@ def main(path: str) -> None:
   for line in sys.stdin:
     ask = json.loads(line)
     torch.set_num_threads(ask.get('threads', torch.get_num_threads()))
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     for _ in range(ask['steps']):
       steps[ask['case']]()
-    print(json.dumps({'seconds': time.perf_counter() - t}), flush=True)
+    print(json.dumps({'seconds': time.perf_counter() - t, 'cpu_seconds': time.process_time() - cpu}),
+          flush=True)
 
 
 if __name__ == '__main__':

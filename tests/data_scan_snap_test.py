@@ -49,6 +49,20 @@ class TokenDistributionTest(parameterized.TestCase):
     second, _ = sample_batch(dist, jax.random.key(1), 8)
     self.assertFalse(np.array_equal(first, second))
 
+  def test_context_is_the_inverse_cdf_of_the_batch_uniforms(self):
+    # The sampler's (unrolled) binary search against numpy's on the same uniforms.
+    dist = TokenDistribution(seq_len=64)
+    key = jax.random.key(5)
+    tokens, labels = sample_batch(dist, key, 32)
+    next_key, context_key = jax.random.split(key)
+    next_index = np.asarray(jax.random.randint(next_key, (32,), 0, dist.num_next))
+    uniform = np.asarray(jax.random.uniform(context_key, (32, 63)))
+    cdf = np.cumsum(dist.context_probs(), axis=1).astype(np.float32)
+    expected = np.stack([np.searchsorted(cdf[k], u, side='right') for k, u in
+                         zip(next_index, uniform)])
+    np.testing.assert_array_equal(tokens[:, :-1], np.minimum(expected, dist.num_tokens - 1))
+    np.testing.assert_array_equal(labels, dist.next_tokens()[next_index])
+
 
 if __name__ == '__main__':
   absltest.main()
