@@ -1,5 +1,7 @@
 """CoGS tables: Table 2 aggregation over seeds and the constructed optimisers' widths and losses."""
 
+import os
+
 from absl.testing import absltest, parameterized
 import numpy as np
 
@@ -150,6 +152,67 @@ class ReferenceClassifierTest(parameterized.TestCase):
     self.assertIn('| 47.07 ± 1.88 | 11.31 ± 1.76 | 39.80 ± 2.11 | 1.82 ± 1.82 | 51.11 |', table)
     self.assertIn('| 23 | ours, reference classifier, step 9900 | 3 |', table)
     self.assertIn('| 40.00 ± 5.77 |', table)
+
+
+class SweepTest(absltest.TestCase):
+
+  def test_sweep_member_of_constructions(self):
+    d = 11
+    ks = S.positive_frequencies(d)   # 1, 3, 5 order 4 (z_{ν=i} * z_ξ); 2, 4 order 6
+    member = cogs_report.sweep_member(S.to_weights(S.z_f46(d, ks[::2])))
+    self.assertEqual(member['orders'], [4, 6, 4, 6, 4])
+    self.assertAlmostEqual(member['order4'], 3 / 5)
+    self.assertAlmostEqual(member['order6'], 2 / 5)
+    self.assertEqual(member['other'], 0.0)
+    self.assertAlmostEqual(member['mean_order'], 24 / 5)
+    for classifier in ('ours', 'reference'):
+      self.assertAlmostEqual(member[classifier]['nu_i*xi'], 3 / 5)
+      self.assertAlmostEqual(member[classifier]['order6_total'], 2 / 5)
+    z_f6 = cogs_report.sweep_member(S.to_weights(S.z_f6(d)))
+    self.assertEqual((z_f6['order6'], z_f6['mean_order'], z_f6['reference']['nu*syn']), (1.0, 6.0, 1.0))
+
+  def _members(self):
+    rng = np.random.default_rng(0)
+    members = []
+    for q in (64, 32):
+      for wd in (1e-4, 1e-5):
+        for seed in (1, 2, 3):
+          orders = rng.choice([2, 4, 6], size=5)
+          cols = {**{k: rng.uniform() for k in cogs_report.PUBLISHED_COLUMNS},
+                  'order6_total': rng.uniform(), 'groups': 5}
+          members.append({'q': q, 'wd': wd, 'seed': seed, 'test_accuracy': rng.uniform(),
+                          'orders': orders.tolist(), 'order4': float(np.mean(orders == 4)),
+                          'order6': float(np.mean(orders == 6)),
+                          'other': float(np.mean(orders == 2)), 'mean_order': float(orders.mean()),
+                          'ours': cols, 'reference': {**cols, 'others': 0.25}})
+    return members
+
+  def test_rows_group_by_width_and_weight_decay(self):
+    members = self._members()
+    rows = cogs_report.sweep_rows(members)
+    self.assertEqual([(r['q'], r['wd']) for r in rows], [(32, 1e-5), (32, 1e-4), (64, 1e-5), (64, 1e-4)])
+    for r in rows:
+      mine = [m for m in members if (m['q'], m['wd']) == (r['q'], r['wd'])]
+      self.assertEqual(r['seeds'], [1, 2, 3])
+      for value in cogs_report.SWEEP_VALUES:
+        v = np.array([m[value] for m in mine])
+        np.testing.assert_allclose(r[value], [v.mean(), v.std(ddof=1) / np.sqrt(3)])
+      pooled = np.concatenate([m['orders'] for m in mine])
+      self.assertEqual(r['histogram'], {o: int(np.sum(pooled == o)) for o in np.unique(pooled)})
+      self.assertEqual(sum(r['histogram'].values()), 15)
+      self.assertAlmostEqual(r['ours']['nu*syn'], 100 * np.mean([m['ours']['nu*syn'] for m in mine]))
+      self.assertAlmostEqual(r['reference']['others'], 25.0)
+    lines = cogs_report.sweep_markdown(rows).splitlines()
+    self.assertLen(lines, 6)
+    self.assertTrue(lines[2].startswith('| 32 | 1e-05 | 3 | '))
+    self.assertIn(' | 25.00 ± 0.00 | ', lines[2])
+
+  def test_figures_are_written(self):
+    rows = cogs_report.sweep_rows(self._members())
+    directory = self.create_tempdir().full_path
+    for plot in (cogs_report.plot_sweep_orders, cogs_report.plot_sweep_shares):
+      path = plot(rows, f'{directory}/{plot.__name__}.png', title='t')
+      self.assertGreater(os.path.getsize(path), 1000)
 
 
 class ConstructionsTest(parameterized.TestCase):

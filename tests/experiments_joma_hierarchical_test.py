@@ -53,6 +53,59 @@ class JomaHierarchicalTest(absltest.TestCase):
       joma_hierarchical.check_config(config)
 
 
+class ClassCountBatchTest(absltest.TestCase):
+
+  def test_counts_give_the_drawn_batchs_loss_and_gradient(self):
+    config = joma_hierarchical.get_config('tiny')
+    config.num_seeds = 1
+    task = joma_hierarchical.build_task(config)
+    data = jax.tree.map(lambda x: x[0], task.data)
+    hp = jax.tree.map(lambda x: x[0], task.hparams)
+    params = jax.jit(task.init_params)(jax.random.key(0), hp)
+    num_classes = config.data.num_classes
+    labels = jax.random.randint(jax.random.key(3), (37,), 0, num_classes)
+    drawn = {'tokens': data['sequences'][labels], 'labels': labels}
+    counted = joma_hierarchical.class_count_batch(data['sequences'], labels, num_classes)
+    self.assertEqual(counted['tokens'].shape, data['sequences'].shape)
+    np.testing.assert_allclose(counted['weights'], np.bincount(labels, minlength=num_classes) / 37,
+                               rtol=1e-6)
+    # a model that has learned some classes, so the accuracy is neither 0 nor 1
+    leaves, treedef = jax.tree.flatten(params)
+    rng = np.random.default_rng(5)
+    params = jax.tree.unflatten(treedef, [p + 0.3 * rng.standard_normal(p.shape).astype(np.float32)
+                                          for p in leaves])
+    value_and_grad = jax.jit(jax.value_and_grad(task.loss_fn, has_aux=True))
+    (loss_a, aux_a), grad_a = value_and_grad(params, drawn, hp)
+    (loss_b, aux_b), grad_b = value_and_grad(params, counted, hp)
+    np.testing.assert_allclose(loss_b, loss_a, rtol=1e-5)
+    np.testing.assert_allclose(aux_b['accuracy'], aux_a['accuracy'], atol=1e-6)
+    for a, b in zip(jax.tree.leaves(grad_a), jax.tree.leaves(grad_b)):
+      np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6)
+
+  def test_weighted_loss_against_numpy(self):
+    logits = np.array([[2.0, 0.0, -1.0], [0.5, 0.1, 3.0], [0.0, 0.0, 1.0]], np.float32)
+    weights = np.array([0.5, 0.25, 0.25], np.float32)
+    loss, accuracy = joma_hierarchical.weighted_class_loss(logits, weights)
+    log_p = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(loss, -(weights * np.diag(log_p)).sum(), rtol=1e-6)
+    np.testing.assert_allclose(accuracy, 0.5 + 0.25, rtol=1e-6)   # rows 0 and 2 are right
+
+  def test_get_batch_follows_the_config(self):
+    config = joma_hierarchical.get_config('tiny')
+    config.num_seeds = 1
+    key = jax.random.key(2)
+    batches = {}
+    for counts in (False, True):
+      config.data.class_counts = counts
+      task = joma_hierarchical.build_task(config)
+      batches[counts] = task.get_batch(jax.tree.map(lambda x: x[0], task.data), 7, key)
+    labels = batches[False]['labels']   # the same draws either way
+    self.assertEqual(batches[False]['tokens'].shape[0], config.data.batch_size)
+    np.testing.assert_allclose(batches[True]['weights'],
+                               np.bincount(labels, minlength=config.data.num_classes)
+                               / config.data.batch_size, rtol=1e-6)
+
+
 class Table1Test(absltest.TestCase):
 
   def test_config_of_a_cell(self):
@@ -71,6 +124,8 @@ class Table1Test(absltest.TestCase):
     untouched = joma_hierarchical.table1_config('default', cell)
     self.assertEqual(untouched.train.to_dict(), joma_hierarchical.get_config().train.to_dict())
     self.assertEqual(joma_hierarchical.table1_cell_name(cell), 'C30_nch2_n20-30')
+    self.assertFalse(untouched.data.class_counts)
+    self.assertTrue(joma_hierarchical.table1_config('default', cell, class_counts=True).data.class_counts)
 
   def test_row_and_markdown_against_numpy(self):
     rng = np.random.default_rng(0)

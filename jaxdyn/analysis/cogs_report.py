@@ -2,8 +2,8 @@
 (`modular_addition.fourier_summary`), Table 2 with the published columns under both form classifiers
 (ours, `fourier.factorize_solution`, and the reference's, re-implemented below), the widths / losses of
 the constructed global optimisers and the Occam's-razor path (launch/cogs_table2.py,
-launch/cogs_constructions.py), and how trained networks cancel the order-4 offset
-(launch/cogs_offsets.py). Every ± here is the standard error over seeds (std with ddof = 1 over √n), the
+launch/cogs_constructions.py), how trained networks cancel the order-4 offset
+(launch/cogs_offsets.py), and the weight-decay × width sweep's order histograms (launch/cogs_sweep.py). Every ± here is the standard error over seeds (std with ddof = 1 over √n), the
 statistic of the published table."""
 
 import itertools
@@ -13,7 +13,9 @@ import numpy as np
 
 from jaxdyn.analysis import fourier
 from jaxdyn.analysis import semiring as S
+from jaxdyn.core import figures
 from jaxdyn.core import results
+from jaxdyn.core.figures import plt
 
 
 def _mean_sem(values) -> list[float]:
@@ -352,3 +354,113 @@ def offset_absorption_by_member(params) -> list[dict]:
   """`offset_absorption` of every sweep member of `params` (each leaf with the sweep axis first)."""
   return [offset_absorption({k: np.asarray(v[i]) for k, v in params.items()})
           for i in range(np.asarray(params['W_a']).shape[0])]
+
+
+# --------------------------------------------------------------------------- weight-decay / width sweep
+
+SWEEP_VALUES = ('test_accuracy', 'order4', 'order6', 'other', 'mean_order')
+
+
+def sweep_member(params) -> dict:
+  """One sweep member's weights {'W_a', 'W_b', 'W_c'} → its solution orders of k = 1..(d-1)/2
+  (`fourier.solution_order`), their order-4 / order-6 / other fractions and mean, and the published
+  Table 2 cells (`published_columns`) under both classifiers ('ours', 'reference')."""
+  spec = fourier.spectra({k: np.asarray(v, np.float64) for k, v in params.items()})
+  orders = fourier.solution_order(spec.Z_a)[1:]
+  return {'orders': orders.tolist(), 'order4': float(np.mean(orders == 4)),
+          'order6': float(np.mean(orders == 6)),
+          'other': float(np.mean((orders != 4) & (orders != 6))), 'mean_order': float(np.mean(orders)),
+          'ours': published_columns(spec.Z_a, fourier.factorize_solution(spec)),
+          'reference': published_columns(spec.Z_a, reference_factorize_solution(spec))}
+
+
+def sweep_rows(members: list[dict]) -> list[dict]:
+  """Members ({'q', 'wd', 'seed', 'test_accuracy', **`sweep_member`}) grouped by (q, wd): the seed
+  mean and standard error (ddof = 1, ÷ √n) of each of `SWEEP_VALUES`, the histogram of solution orders
+  pooled over seeds ({order: count}), and `published_row` of each classifier (cells in percent)."""
+  groups = {}
+  for m in members:
+    groups.setdefault((m['q'], m['wd']), []).append(m)
+  rows = []
+  for (q, wd), group in sorted(groups.items()):
+    row = {'q': q, 'wd': wd, 'seeds': [m['seed'] for m in group]}
+    for value in SWEEP_VALUES:
+      row[value] = _mean_sem([m[value] for m in group])
+    orders = np.concatenate([m['orders'] for m in group]).astype(int)
+    row['histogram'] = {int(o): int(n) for o, n in zip(*np.unique(orders, return_counts=True))}
+    for classifier in ('ours', 'reference'):
+      row[classifier] = published_row(0, 0, classifier, [m[classifier] for m in group])
+    rows.append(row)
+  return rows
+
+
+def _hist_text(histogram: dict) -> str:
+  return ', '.join(f'{o}: {n}' for o, n in sorted(histogram.items()))
+
+
+def _pub_cell(key: str, classifier: str):
+  return lambda r: _cell(r[classifier][key], r[classifier][f'{key}/sem'])
+
+
+SWEEP_COLUMNS = {
+    'q': 'q', 'wd': lambda r: f"{r['wd']:g}", 'seeds': lambda r: len(r['seeds']),
+    'test acc (%)': lambda r: _percent(r['test_accuracy']),
+    'order 4 (%)': lambda r: _percent(r['order4']), 'order 6 (%)': lambda r: _percent(r['order6']),
+    'other (%)': lambda r: _percent(r['other']),
+    'mean order': lambda r: f"{r['mean_order'][0]:.2f} ± {r['mean_order'][1]:.2f}",
+    'orders (count over seeds)': lambda r: _hist_text(r['histogram']),
+    'z_{ν=i}*z_ξ, ref. (%)': _pub_cell('nu_i*xi', 'reference'),
+    'order 6 named, ref. (%)': _pub_cell('order6_total', 'reference'),
+    'others, ref. (%)': _pub_cell('others', 'reference'),
+    'others, ours (%)': _pub_cell('others', 'ours'),
+}
+
+
+def sweep_markdown(rows: list[dict]) -> str:
+  """The sweep as markdown, a line per (q, wd) of `sweep_rows`: seed means ± standard errors in
+  percent, the pooled order histogram and the solution-distribution cells of both classifiers."""
+  return results.markdown_table(rows, SWEEP_COLUMNS)
+
+
+def plot_sweep_orders(rows: list[dict], path: str, title: str = '') -> str:
+  """A grid of order histograms, a row per width q and a column per weight decay: the share of the
+  frequencies k ≠ 0 (pooled over seeds) solved by each solution order; the title of each panel gives
+  the seed-mean test accuracy. Returns the path written."""
+  qs = sorted({r['q'] for r in rows})
+  wds = sorted({r['wd'] for r in rows})
+  top = max(8, max(max(r['histogram']) for r in rows) + 1)
+  fig, axes = plt.subplots(len(qs), len(wds), figsize=(2.3 * len(wds) + 0.6, 1.9 * len(qs) + 0.8),
+                                   squeeze=False, sharex=True, sharey=True, layout='constrained')
+  by_key = {(r['q'], r['wd']): r for r in rows}
+  for i, q in enumerate(qs):
+    for j, wd in enumerate(wds):
+      ax = axes[i, j]
+      r = by_key.get((q, wd))
+      if r is None:
+        ax.set_axis_off()
+        continue
+      total = sum(r['histogram'].values())
+      orders = np.arange(top)
+      ax.bar(orders, [r['histogram'].get(int(o), 0) / total for o in orders], width=0.8,
+             color=['tab:blue' if o == 4 else 'tab:orange' if o == 6 else 'tab:gray' for o in orders])
+      ax.set_title(f'q={q}, wd={wd:g}\ntest {100 * r["test_accuracy"][0]:.0f}%', fontsize=8)
+      ax.grid(axis='y', alpha=0.3)
+      if i == len(qs) - 1:
+        ax.set_xlabel('solution order')
+      if j == 0:
+        ax.set_ylabel('share of k ≠ 0')
+  axes[0, 0].set_xticks(range(0, top, 2))
+  if title:
+    fig.suptitle(figures.wrap(title, 40 * len(wds)), fontsize=10)
+  return figures.save(fig, path)
+
+
+def plot_sweep_shares(rows: list[dict], path: str, title: str = '') -> str:
+  """Order-4 share and mean solution order against weight decay, a line per width q (seed means)."""
+  panels = {'order-4 share of k ≠ 0 (%)': {}, 'mean solution order': {}}
+  for q in sorted({r['q'] for r in rows}):
+    mine = sorted((r for r in rows if r['q'] == q), key=lambda r: r['wd'])
+    wd = np.log10([r['wd'] for r in mine])
+    panels['order-4 share of k ≠ 0 (%)'][f'q={q}'] = (wd, [100 * r['order4'][0] for r in mine])
+    panels['mean solution order'][f'q={q}'] = (wd, [r['mean_order'][0] for r in mine])
+  return figures.plot_lines(panels, path=path, title=title, xlabel='log10 weight decay')

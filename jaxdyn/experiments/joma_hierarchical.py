@@ -22,6 +22,9 @@ class-permuted latents (same base rates, no relation to the input): what chance 
 many hidden nodes with that few distinct inputs gives.
 
 `table1_*` below run the paper's grid, one program per cell, and tabulate it (launch/joma_table1.py).
+With `data.class_counts` a batch's drawn labels become weights on the C distinct sequences
+(`class_count_batch`): the same gradient at C/batch_size the cost, which is what makes the reference's
+batch of 128 for 10k steps affordable on a CPU.
 """
 
 from __future__ import annotations
@@ -53,7 +56,11 @@ def default_config() -> ml_collections.ConfigDict:
   # the tree: C = num_classes, N_ch = num_children, latent layer sizes (n0, n1) bottom-up; the last
   # token of the vocabulary pads the sequences on the left
   c.data = ml_collections.ConfigDict(dict(num_classes=20, num_children=2, n0=10, n1=20,
-                                          vocab_size=100, seq_len=30, batch_size=128))
+                                          vocab_size=100, seq_len=30, batch_size=128,
+                                          # the batch as class counts over the C distinct sequences
+                                          # (`class_count_batch`): the same loss and gradient as
+                                          # the batch_size drawn samples, at C/batch_size the cost
+                                          class_counts=False))
   c.model = ml_collections.ConfigDict(dict(
       d_model=128,
       mlp_dim=400,            # FFN width; the reference: 4·M = 4 × vocab (hidden_multi_type=M)
@@ -107,6 +114,23 @@ def member_data(config: ml_collections.ConfigDict, seeds) -> dict:
                                       n0=d.n0, n1=d.n1, vocab_size=d.vocab_size, seq_len=d.seq_len)
 
 
+def class_count_batch(sequences_CxL: jax.Array, labels_B: jax.Array, num_classes: int) -> dict:
+  """A batch of B drawn labels as the C distinct class sequences with weights count_c / B.
+
+  Each class emits one fixed sequence, so a batch's mean loss is Σ_c (count_c / B)·loss_c: the same
+  loss, gradient and accuracy as the B drawn samples (up to float summation order), computed on C
+  sequences instead of B (JoMA Table 1 has C ≤ 50 against the reference's batch of 128)."""
+  weights_C = jnp.zeros(num_classes).at[labels_B].add(1.0) / labels_B.shape[0]
+  return {'tokens': sequences_CxL[:num_classes], 'weights': weights_C}
+
+
+def weighted_class_loss(logits_CxC: jax.Array, weights_C: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """(Σ_c w_c·CE(logits_c, c), Σ_c w_c·[argmax logits_c = c]): row c holds class c's logits."""
+  labels = jnp.arange(logits_CxC.shape[0])
+  losses = optax.softmax_cross_entropy_with_integer_labels(logits_CxC, labels)
+  return weights_C @ losses, weights_C @ (logits_CxC.argmax(-1) == labels).astype(losses.dtype)
+
+
 def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   hparams = experiment.member_grid(config)
   data = member_data(config, hparams['seed'])
@@ -124,11 +148,16 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   def loss_fn(params, batch, hp):
     del hp
     logits = model_lib.class_logits(decoder.apply(params, batch['tokens']), num_classes)
-    loss, accuracy = model_lib.class_loss(logits, batch['labels'])
+    if 'weights' in batch:
+      loss, accuracy = weighted_class_loss(logits, batch['weights'])
+    else:
+      loss, accuracy = model_lib.class_loss(logits, batch['labels'])
     return loss, {'accuracy': accuracy}
 
   def get_batch(data, step, key):
     labels = jax.random.randint(jax.random.fold_in(key, step), (batch_size,), 0, num_classes)
+    if config.data.class_counts:
+      return class_count_batch(data['sequences'], labels, num_classes)
     return {'tokens': data['sequences'][labels], 'labels': labels}
 
   def evaluate(params, data):
@@ -186,8 +215,8 @@ TABLE1_GRID = tuple(itertools.product((20, 30, 50), (2, 3), ((10, 20), (20, 30))
 
 def table1_config(variant: str, cell, *, steps: int | None = None, lr: float | None = None,
                   num_seeds: int | None = None, d_model: int | None = None,
-                  batch_size: int | None = None,
-                  eval_every: int | None = None) -> ml_collections.ConfigDict:
+                  batch_size: int | None = None, eval_every: int | None = None,
+                  class_counts: bool | None = None) -> ml_collections.ConfigDict:
   """The config of one grid cell (C, N_ch, (N0, N1)) of the variant, with the fields given set; with
   `steps`, evaluation (and dispatch) every `eval_every` steps (default: at the end only) and one
   checkpoint at the end."""
@@ -196,7 +225,8 @@ def table1_config(variant: str, cell, *, steps: int | None = None, lr: float | N
   config.data.update(num_classes=num_classes, num_children=num_children, n0=n0, n1=n1)
   for group, name, value in ((config.train, 'steps', steps), (config.opt, 'lr', lr),
                              (config, 'num_seeds', num_seeds), (config.model, 'd_model', d_model),
-                             (config.data, 'batch_size', batch_size)):
+                             (config.data, 'batch_size', batch_size),
+                             (config.data, 'class_counts', class_counts)):
     if value is not None:
       group[name] = value
   if steps is not None:
