@@ -4,6 +4,14 @@
 * Every temporary file or workdir a test makes (tempfile.mkdtemp, absltest's create_tempdir,
   subprocesses that honour TMPDIR) goes under one session folder, removed when the session ends,
   so the suite leaves nothing behind in /tmp even where a test does not clean up after itself.
+* One persistent compilation cache for the session (`<session folder>/jax_cache`, through the
+  JAX_COMPILATION_CACHE_DIR variable, so xdist workers and the launcher subprocesses share it): many
+  tests compile the same tiny programs (a config's chunk in-process and again in `launch/train.py`
+  subprocesses, the same model under several tests). Programs compiling in under
+  `JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS` (0.3 s) are not stored. A test that needs the
+  cache off or elsewhere sets it itself and puts the session's back afterwards
+  (tests/core_compilation_test.py).
+  `JAXDYN_TEST_NO_CACHE=1` turns it off (to time the suite without it).
 """
 
 import os
@@ -22,6 +30,9 @@ def pytest_configure(config):
     root = tempfile.mkdtemp(prefix='jaxdyn-tests-')
     os.environ['JAXDYN_TEST_TMPDIR'] = root
     config._jaxdyn_tmpdir = root   # pylint: disable=protected-access
+    if not os.environ.get('JAXDYN_TEST_NO_CACHE'):
+      os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', os.path.join(root, 'jax_cache'))
+      os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.3')
   for name in ('TMPDIR', 'TEST_TMPDIR'):
     os.environ[name] = root
   tempfile.tempdir = root

@@ -22,9 +22,18 @@ _poly = jax.jit(_poly, static_argnames=('power',))
 
 class CompilationTest(absltest.TestCase):
 
+  def setUp(self):
+    super().setUp()   # the session's cache (tests/conftest.py), put back after each test
+    self.saved = (jax.config.jax_compilation_cache_dir,
+                  jax.config.jax_persistent_cache_min_compile_time_secs)
+
   def tearDown(self):
-    compilation.disable_persistent_cache()
-    jax.config.update('jax_persistent_cache_min_compile_time_secs', 1.0)
+    directory, min_seconds = self.saved
+    if directory:
+      compilation.enable_persistent_cache(directory)
+    else:
+      compilation.disable_persistent_cache()
+    jax.config.update('jax_persistent_cache_min_compile_time_secs', min_seconds)
     super().tearDown()
 
   def test_compiled_ahead_equals_jit_and_is_timed(self):

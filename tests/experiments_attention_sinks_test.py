@@ -40,16 +40,6 @@ class AttentionSinksExperimentTest(parameterized.TestCase):
     history = json.loads(open(os.path.join(run, 'metrics.jsonl'), encoding='utf-8').readline())
     self.assertEqual(history['step'], 0)
     self.assertAlmostEqual(history['eval/loss'], 6.1740, delta=1e-3)
-    # Run again in the same workdir: it resumes at the end (its history then holds only the logged
-    # scalars) and reports the same streaming numbers from the restored params.
-    config.variant = 'sink_token'
-    lib.train_and_evaluate(config, run)
-    with open(os.path.join(run, 'streaming.json'), encoding='utf-8') as f:
-      again = json.load(f)
-    np.testing.assert_allclose([r['perplexity'] for r in again['rows']],
-                               [r['perplexity'] for r in summary['rows']], rtol=1e-5)
-    np.testing.assert_allclose(again['final_first_token_attention'],
-                               summary['final_first_token_attention'], rtol=1e-5)
 
   def test_streams_are_length_factor_times_the_cache(self):
     config = lib.get_config('tiny')

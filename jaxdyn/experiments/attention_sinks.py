@@ -389,8 +389,8 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> di
   params0 = jax.tree.map(lambda x: x[0], result.params)
   window = with_prefix(config, jnp.asarray(
       held_out_windows(config, 1)[:, :-1]))
-  _, inter = transformer.forward_with_intermediates(decoder_config(config), {'params': params0},
-                                                    window)
+  _, inter = jax.jit(functools.partial(transformer.forward_with_intermediates,
+                                        decoder_config(config)))({'params': params0}, window)
   sinks.plot_attention_maps([np.asarray(w) for w in inter.attention_weights],
                             os.path.join(figdir, 'attention_maps.png'), title)
   sinks.plot_activation_profile({k: final[k][0] for k in ('hidden_norm', 'hidden_max',
