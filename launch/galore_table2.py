@@ -12,6 +12,12 @@ curves (both made by `jaxdyn.experiments.galore_pretrain.table2_*`). Each run's 
 `<workdir>/<method><--tag>/row.json`, so methods may run as separate processes (`--methods=galore`)
 and GaLore variants side by side (`--tag=_T50 --update_proj_gap=50`), with the table rebuilt from
 every row present.
+
+  python launch/galore_table2.py --workdir=W --yardstick=d64=W64,d128=W128
+
+writes the papers' yardstick from finished runs instead: each method's relative loss gap
+ln ppl / ln ppl_full − 1 and the tokens per parameter (`W/yardstick.md`), and the gap against the
+training budget along the runs' evaluations (`W/yardstick.png`, or `--yardstick_figure`).
 """
 
 import os
@@ -38,8 +44,17 @@ _TAG = flags.DEFINE_string('tag', '', 'Suffix of the run directories (and table 
 _SEQ_LEN = flags.DEFINE_integer('seq_len', 0, 'Sequence length (0: the variant\'s).')
 _D_MODEL = flags.DEFINE_integer('d_model', 0, 'Width (0: the variant\'s); rank d_model / 4.')
 _LAYERS = flags.DEFINE_integer('num_layers', 0, 'Decoder layers (0: the variant\'s).')
+_EVAL_EVERY = flags.DEFINE_integer(
+    'eval_every', 0, 'Steps between evaluations (0: a sixth of the run); dispatches are then the '
+    'largest multiple of it not above a sixth of the run, so every chunk has one shape.')
 _SEEDS = flags.DEFINE_integer('num_seeds', 1, 'Seeds per setting (init and data order), vmapped; '
                               'the lr is chosen on the mean over seeds.')
+_YARDSTICK = flags.DEFINE_list(
+    'yardstick', [], 'label=workdir of finished Table 2 runs (run with this script, so their rows '
+    'carry the shape): train nothing, write <workdir>/yardstick.md (relative loss gaps, tokens per '
+    'parameter) and the gap-vs-budget figure.')
+_YARDSTICK_FIGURE = flags.DEFINE_string('yardstick_figure', '',
+                                        'Path of that figure (default <workdir>/yardstick.png).')
 flags.mark_flag_as_required('workdir')
 
 
@@ -47,6 +62,10 @@ def method_config(method: str):
   config = lib.get_config(_VARIANT.value)
   if _STEPS.value:
     lib.scale_schedule_to(config, _STEPS.value)
+  if _EVAL_EVERY.value:
+    every = _EVAL_EVERY.value
+    config.train.update(eval_every=every,
+                        steps_per_dispatch=every * max(1, config.train.steps // 6 // every))
   if _SEQ_LEN.value:
     config.data.seq_len = _SEQ_LEN.value
   if _D_MODEL.value:
@@ -69,11 +88,20 @@ def method_config(method: str):
 def main(argv):
   del argv
   metrics.show_progress_logs()
+  if _YARDSTICK.value:
+    runs = dict(item.split('=', 1) for item in _YARDSTICK.value)
+    report = lib.yardstick_markdown(list(runs.values()))
+    results.write_markdown(os.path.join(_WORKDIR.value, 'yardstick.md'), report)
+    print(report)
+    path = _YARDSTICK_FIGURE.value or os.path.join(_WORKDIR.value, 'yardstick.png')
+    print('figure:', lib.write_yardstick_figure(runs, path))
+    return
   for method in _METHODS.value:
     config = method_config(method)
     start = time.perf_counter()
     result = lib.train_and_evaluate(config, os.path.join(_WORKDIR.value, method + _TAG.value))
     row = lib.table2_row(result, config, tag=_TAG.value, wall_s=time.perf_counter() - start)
+    row['shape'] = lib.run_shape(config)
     results.write_json(os.path.join(result.workdir, 'row.json'), row, indent=None)
     print(f'{method}: final perplexity by member {row["perplexities"]} ({result.members})',
           flush=True)

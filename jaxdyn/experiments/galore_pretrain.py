@@ -415,6 +415,8 @@ def table2_markdown(rows: list[dict], config: ml_collections.ConfigDict) -> str:
       'lr chosen': chosen,
       'val. perplexity (bytes; mean (per seed))': perplexity,
       'vs full rank': lambda r: f'{100 * (r["perplexity"] / min(full) - 1):+.1f}%' if full else '–',
+      'loss gap': lambda r: (f'{100 * relative_loss_gap(r["perplexity"], min(full)):+.2f}%'
+                             if full else '–'),
       'optimizer state (MiB)': lambda r: f'{r["mib"]:.3f}',
       'wall (s)': lambda r: f'{r["wall_s"]:.0f}',
       'paper 60M perplexity (C4)': lambda r: f'{PAPER_TABLE2_60M_PERPLEXITY[r["method"]]}',
@@ -470,3 +472,161 @@ def write_table2_figure(rows: list[dict], config: ml_collections.ConfigDict, wor
       panels, path=os.path.join(workdir, 'table2.png'), log_y=('validation perplexity (bytes)',),
       title=f'KJV bytes, LLaMA decoder d_model {m.d_model}, {m.num_layers} layers, '
       f'{config.train.steps} steps; each method\'s best setting, mean over seeds')
+
+
+# The papers' yardstick (issue 15): relative loss gap at a matched budget of tokens per parameter.
+
+def num_params(config: ml_collections.ConfigDict) -> int:
+  """Parameters of the dense decoder (embeddings and head included, as the paper's "60M" counts)."""
+  dense = config.copy_and_resolve_references()
+  dense.method = 'full_adamw'
+  shape = jax.eval_shape(lambda: init_method_params(dense, jax.random.key(0)))
+  return int(sum(np.prod(x.shape) for x in jax.tree.leaves(shape)))
+
+
+def run_shape(config: ml_collections.ConfigDict) -> dict:
+  """What a run's budget is measured in: steps, tokens (bytes) per step, parameters and the tokens
+  per parameter seen by the end (the paper's 60M: 1.1 B tokens / 58 M parameters, about 19)."""
+  n = num_params(config)
+  per_step = config.data.batch_size * config.data.seq_len   # predicted tokens per step
+  return dict(d_model=config.model.d_model, num_layers=config.model.num_layers, num_params=n,
+              steps=config.train.steps, tokens_per_step=per_step,
+              tokens_per_parameter=config.train.steps * per_step / n)
+
+
+# Table 2 of the paper in full (slide "Pre-training Results (LLaMA 7B)", shared/seeds/000 and 002):
+# validation perplexity on C4 (T5 tokens) and the training tokens of each column.
+PAPER_TABLE2_PERPLEXITY = {
+    '60m': {'full_adamw': 34.06, 'galore': 34.88, 'low_rank': 78.18, 'lora': 34.99, 'relora': 37.04},
+    '130m': {'full_adamw': 25.08, 'galore': 25.36, 'low_rank': 45.51, 'lora': 33.92,
+             'relora': 29.37},
+    '350m': {'full_adamw': 18.80, 'galore': 18.95, 'low_rank': 37.41, 'lora': 25.58,
+             'relora': 29.08},
+    '1b': {'full_adamw': 15.56, 'galore': 15.64, 'low_rank': 142.53, 'lora': 19.21, 'relora': 18.33},
+}
+PAPER_TRAINING_TOKENS = {'60m': 1.1e9, '130m': 2.2e9, '350m': 6.4e9, '1b': 13.1e9}
+PAPER_NOMINAL_PARAMS = {'60m': 60e6, '130m': 130e6, '350m': 350e6, '1b': 1e9}
+
+
+def relative_loss_gap(perplexity, full_perplexity):
+  """ln(ppl) / ln(ppl_full) − 1: how much higher the validation loss (nats per token) is than full
+  rank's, as a fraction. The paper's 60M GaLore: ln 34.88 / ln 34.06 − 1 = 0.0067 (0.67%), where
+  the perplexity ratio says 2.4%. Elementwise on arrays; both perplexities must exceed 1."""
+  ppl = np.asarray(perplexity, np.float64)
+  full = np.asarray(full_perplexity, np.float64)
+  if np.any(ppl <= 1) or np.any(full <= 1):
+    raise ValueError(f'perplexities must exceed 1 (a positive loss), got {ppl} and {full}')
+  return np.log(ppl) / np.log(full) - 1
+
+
+def paper_loss_gaps(method: str = 'galore') -> dict[str, tuple[float, float]]:
+  """Per column of the paper's Table 2: (training tokens per nominal parameter, relative loss gap
+  of `method` to full rank)."""
+  return {size: (PAPER_TRAINING_TOKENS[size] / PAPER_NOMINAL_PARAMS[size],
+                 float(relative_loss_gap(ppl[method], ppl['full_adamw'])))
+          for size, ppl in PAPER_TABLE2_PERPLEXITY.items()}
+
+
+def best_rows(rows: list[dict]) -> dict[str, dict]:
+  """Each method's best row (lowest seed-mean perplexity over its tags), in METHODS order."""
+  out = {}
+  for method in dict.fromkeys(r['method'] for r in rows):
+    out[method] = results.best([r for r in rows if r['method'] == method], 'perplexity')
+  return out
+
+
+def _setting(row: dict) -> dict:
+  setting = {'lr': row['lr']}
+  if row.get('scale') is not None:
+    setting['galore_scale'] = row['scale']
+  return setting
+
+
+def loss_gap_curves(workdir: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+  """Per method of the Table 2 runs in `workdir` (each at its best row, which must carry the run's
+  `shape`): (tokens per parameter, seed-mean validation loss, relative loss gap to full rank's best
+  row) at every evaluation after step 0 both share. The loss is ln of the seed-mean perplexity, as
+  in the tables."""
+  best = best_rows(read_table2_rows(workdir))
+  if 'full_adamw' not in best:
+    raise ValueError(f'no full_adamw row in {workdir}: the gap needs full rank')
+  curves = {}
+  for method, row in best.items():
+    if 'shape' not in row:
+      raise ValueError(f'the {method} row in {workdir} has no shape (run before --eval_every?)')
+    steps, ppl = seed_mean_curve(*results.load_history(
+        os.path.join(workdir, method + row.get('tag', ''))), _setting(row))
+    curves[method] = steps[steps > 0], ppl[steps > 0], row['shape']
+  full_steps, full_ppl, _ = curves['full_adamw']
+  out = {}
+  for method, (steps, ppl, shape) in curves.items():
+    common, i, j = np.intersect1d(steps, full_steps, return_indices=True)
+    tokens = common * shape['tokens_per_step'] / shape['num_params']
+    out[method] = (tokens, np.log(ppl[i]), relative_loss_gap(ppl[i], full_ppl[j]))
+  return out
+
+
+def yardstick_markdown(workdirs: list[str]) -> str:
+  """One line per method and run directory: width, parameters, tokens per parameter, setting,
+  seeds, validation perplexity (per seed), relative loss gap and perplexity excess to full rank's
+  best row of the same directory, beside the paper's 60M gap."""
+  lines = []
+  for workdir in workdirs:
+    best = best_rows(read_table2_rows(workdir))
+    full = best.get('full_adamw')
+    for method, r in best.items():
+      shape = r.get('shape', {})
+      seeds = r.get('perplexity_by_seed', [r['perplexity']])
+      gap = (f'{100 * relative_loss_gap(r["perplexity"], full["perplexity"]):+.2f}%'
+             if full else '–')
+      excess = f'{100 * (r["perplexity"] / full["perplexity"] - 1):+.1f}%' if full else '–'
+      paper = PAPER_TABLE2_PERPLEXITY['60m']
+      paper_gap = 100 * relative_loss_gap(paper[method], paper['full_adamw'])
+      lines.append(dict(
+          run=os.path.basename(os.path.normpath(workdir)), method=method + r.get('tag', ''),
+          d_model=shape.get('d_model', '?'),
+          params=f'{shape["num_params"] / 1e6:.2f} M' if shape else '?',
+          tokens_per_param=f'{shape["tokens_per_parameter"]:.1f}' if shape else '?',
+          setting=', '.join(f'{k} {v:g}' for k, v in _setting(r).items()),
+          seeds=len(seeds),
+          ppl=f'{r["perplexity"]:.3f}' + (f' ({", ".join(f"{p:.3f}" for p in seeds)})'
+                                          if len(seeds) > 1 else ''),
+          gap=gap, excess=excess, paper=f'{paper_gap:+.2f}%'))
+  columns = {'run': 'run', 'method': 'method', 'd_model': 'd_model', 'params': 'params',
+             'bytes / param': 'tokens_per_param', 'setting': 'setting', 'seeds': 'seeds',
+             'val. perplexity (bytes; mean (per seed))': 'ppl', 'relative loss gap': 'gap',
+             'perplexity excess': 'excess', 'paper 60M loss gap': 'paper'}
+  return results.markdown_table(lines, columns)
+
+
+def write_yardstick_figure(workdirs: dict[str, str], path: str) -> str:
+  """Two panels against tokens (bytes) per parameter: each method's relative loss gap to full rank
+  (%) for every run directory (`{label: workdir}`), with the 1% goal and the paper's Table 2 GaLore
+  gaps; and the seed-mean validation loss of full rank and GaLore."""
+  plt = figures.plt
+  fig, (ax_gap, ax_loss) = plt.subplots(1, 2, figsize=(12.5, 4.2), layout='constrained')
+  styles = ['-', '--', ':', '-.']
+  colors = dict(zip(METHODS, plt.cm.tab10(np.arange(len(METHODS)))))
+  for k, (label, workdir) in enumerate(workdirs.items()):
+    for method, (tokens, loss, gap) in loss_gap_curves(workdir).items():
+      style = dict(color=colors[method], ls=styles[k % len(styles)], marker='o', ms=3, lw=1.4)
+      if method != 'full_adamw':
+        ax_gap.plot(tokens, 100 * gap, label=f'{label} {method}', **style)
+      if method in ('full_adamw', 'galore'):
+        ax_loss.plot(tokens, loss, label=f'{label} {method}', **style)
+  paper = paper_loss_gaps('galore')
+  ax_gap.plot([t for t, _ in paper.values()], [100 * g for _, g in paper.values()], 'k*', ms=9,
+              ls='none', label='paper GaLore (60M–1B, C4 tokens)')
+  ax_gap.axhline(1.0, color='k', lw=0.8, ls='--', label='goal: 1%')
+  ax_gap.axhline(0.0, color='0.6', lw=0.6)
+  ax_gap.set(xlabel='training bytes (tokens) per parameter',
+             ylabel='relative loss gap to full rank (%)\nln ppl / ln ppl_full − 1')
+  ax_loss.set(xlabel='training bytes (tokens) per parameter',
+              ylabel='validation loss (nats per byte), seed mean')
+  for ax in (ax_gap, ax_loss):
+    ax.grid(alpha=0.3, which='both')
+  ax_gap.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
+  ax_loss.legend(fontsize=7)
+  fig.suptitle('GaLore on the papers\' yardstick: relative loss gap against training budget '
+               '(KJV bytes, LLaMA decoder, 2 layers)', fontsize=10)
+  return figures.save(fig, path)
