@@ -2,7 +2,7 @@
 
   --config=configs/coconut.py         CPU-sized: graphs of 6-8 nodes (answers ≥ 2 hops), 2 layers d 64,
                                       5 methods × 2 seeds, 2000 steps (11.7 CPU-min)
-  --config=configs/coconut.py:tiny    seconds: graphs of 5-7 nodes, 1 layer d 16, every method, 12 steps
+  --config=configs/coconut.py:tiny    seconds: graphs of 5-7 nodes, 1 layer d 16, every method, 4 steps
   --config=configs/coconut.py:paper   the published setting: ≈ 23-node graphs, 17,886 questions,
                                       GPT-2 small's shape from scratch, 50 epochs, 3 seeds
 

@@ -6,8 +6,11 @@
 
 Trains every method × seed as one vmapped program (`jaxdyn.experiments.coconut`), then prints the
 table it wrote to `<workdir>/table.md` (test accuracy and generated tokens, mean ± sem over seeds,
-beside the published GPT-2 numbers) and the thought probes of `<workdir>/summary.json`; figures in
-`<workdir>/figures/` (curves, accuracy, probe, value, attention).
+beside the published GPT-2 numbers), the thought probes and the diagnosis of `<workdir>/summary.json`
+(per member: accuracy on training vs test questions, by hops, naming a candidate; CoT's written
+chains: first step, path, ending at the answer); figures in `<workdir>/figures/` (curves, accuracy,
+probe, value, attention). On a finished workdir it only restores the last checkpoint and reports:
+the diagnosis of an earlier run is the same command.
 """
 
 import json
@@ -42,6 +45,16 @@ def main(argv):
           + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][0]) + ' | incorrect '
           + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][1])
           + f'; top frontier node correct in {v["top_correct"]:.0%} of {v["num_questions"]}')
+  print('diagnosis (each member in its inference layout, the first 300 questions of each split; '
+        'accuracy by shortest-path length; share naming the answer or the distractor; CoT: first '
+        'written step an edge out of the entity, chain a path from it, path ending at the answer):')
+  for r in summary['diagnosis']:
+    hops = ' '.join(f'{h}:{a:.3f}(n={n})' for h, (a, n) in r['accuracy_by_hops'].items())
+    chain = (f' | chain: first edge {r["chain_first_edge"]:.3f}, path {r["chain_path"]:.3f}, ends '
+             f'at the answer {r["chain_ends_at_answer"]:.3f}, {r["chain_steps"]:.2f} steps'
+             if 'chain_path' in r else '')
+    print(f'  {r["method"]:<22} seed {r["seed"]} {r["split"]:<5} accuracy {r["accuracy"]:.3f} '
+          f'(by hops {hops}) names a candidate {r["names_a_candidate"]:.3f}{chain}')
 
 
 if __name__ == '__main__':

@@ -1,6 +1,7 @@
 """jaxdyn.analysis.coconut: node groups by BFS distance on a hand graph, group scores and the
 ordering rate on hand-made thoughts (a superposition of the frontier's embeddings ranks the frontier
-first), and the thoughts / attention maps against the model's own forward."""
+first), the value analysis, the diagnostics of written chains and answers on hand-made generations,
+and the thoughts / attention maps against the model's own forward."""
 
 from absl.testing import absltest
 import jax
@@ -83,6 +84,48 @@ class ValueTest(absltest.TestCase):
     np.testing.assert_array_equal(probes.ordering_rate(t, emb, g), [1.0])
 
 
+class DiagnosticsTest(absltest.TestCase):
+  """Written chains and answers on the hand graph ADJ (entity 0 → 1 → 2 → 3, 0 → 4; node 5
+  unreachable), node v named by token 10 + v, answer node 3, distractor node 5."""
+
+  TOK = np.array([[10, 11, 12, 13, 14, 15, prosqa.PAD]])
+
+  def gen(self, *rows):
+    width = max(len(r) for r in rows)
+    return np.array([list(r) + [prosqa.PAD] * (width - len(r)) for r in rows])
+
+  def test_chain_validity(self):
+    A, E, S = prosqa.ANS, prosqa.EOS, prosqa.SEP
+    g = self.gen([10, 11, S, 11, 12, S, 12, 13, S, A, 13, E],   # the path 0 → 1 → 2 → 3
+                 [10, 11, S, 11, 12, S, A, 13, E],              # a path, stopping short
+                 [10, 11, S, 12, 13, S, A, 13, E],              # edges, not a path (1 ≠ 2)
+                 [10, 14, S, 14, 13, S, A, 13, E],              # 4 → 3 is not an edge
+                 [11, 12, S, 12, 13, S, A, 13, E],              # does not start at the entity
+                 [A, 13, E],                                     # no chain
+                 [10, 11, 12, 13, S, A, 13, E])                 # malformed: no chain read
+    n = len(g)
+    v = probes.chain_validity(g, np.repeat(ADJ, n, 0), np.repeat(self.TOK, n, 0),
+                              np.full(n, 6), np.full(n, 13))
+    np.testing.assert_array_equal(v['first_edge'], [1, 1, 1, 1, 0, 0, 0])
+    np.testing.assert_array_equal(v['path'], [1, 1, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(v['ends_at_answer'], [1, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(v['num_steps'], [3, 2, 2, 2, 2, 0, 0])
+
+  def test_answer_diagnostics(self):
+    A, E = prosqa.ANS, prosqa.EOS
+    g = self.gen([A, 13, E], [A, 15, E], [9, 9, A], [A, 12, E])   # right, distractor, none, wrong
+    data = {'target': np.full(4, 13), 'distractor': np.full(4, 15),
+            'num_steps': np.array([3, 3, 1, 1]), 'adj': np.repeat(ADJ, 4, 0),
+            'node_token': np.repeat(self.TOK, 4, 0), 'num_nodes': np.full(4, 6)}
+    np.testing.assert_array_equal(probes.named_answers(g), [13, 15, -1, 12])
+    out = probes.answer_diagnostics(g, data, with_chain=True)
+    self.assertEqual(out['accuracy'], 0.25)
+    self.assertEqual(out['names_a_candidate'], 0.5)
+    self.assertEqual(out['accuracy_by_hops'], {1: (0.0, 2), 3: (0.5, 2)})
+    self.assertEqual(out['chain_first_edge'], 0.0)   # none of them wrote a chain
+    self.assertNotIn('chain_path', probes.answer_diagnostics(g, data))
+
+
 class ModelProbeTest(absltest.TestCase):
 
   def test_thoughts_and_attention_match_the_forward(self):
@@ -98,15 +141,9 @@ class ModelProbeTest(absltest.TestCase):
                                    full(m, jnp.int32), full(model_lib.ALL_STEPS, jnp.int32),
                                    full(True, bool), full(True, bool), m)
     first, _, _ = model_lib.layout_sizes(spec.question_len, m, spec.max_steps)
-
-    @jax.jit
-    def run(params):
-      t = probes.continuous_thoughts(cfg, params, seq, first, m)
-      h = model_lib.continuous_hidden(cfg, params, seq, first, m)
-      return t, h, probes.attention_maps(cfg, params, seq, first, m)
-
-    t, h, attn = run(params)
-    # Thought 0 is <bot>'s hidden state, thought 1 the first latent slot's output.
+    t, h, attn = jax.jit(lambda p: probes.thoughts_and_attention(cfg, p, seq, first, m))(params)
+    # The cached scan's thoughts are the hidden states of one uncached pass with them in place:
+    # thought 0 is <bot>'s hidden state, thought 1 the first latent slot's output.
     np.testing.assert_allclose(t[:, 0], h[:, first - 1], atol=1e-5)
     np.testing.assert_allclose(t[:, 1], h[:, first], atol=1e-5)
     a = np.asarray(attn[0])

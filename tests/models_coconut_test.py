@@ -1,7 +1,7 @@
-"""jaxdyn.models.coconut: the embedding forward against the shared decoder, the scanned continuous
-thoughts against a Python loop that recomputes the whole prefix for every thought, the cache against
-recomputation, the layouts of every method and stage, the loss, greedy generation and the
-optimizer reset."""
+"""jaxdyn.models.coconut: the GPT-2 initialisation law, the embedding forward against the shared
+decoder, the scanned continuous thoughts against a Python loop that recomputes the whole prefix for
+every thought (the cache against recomputation), the layouts of every method and stage, the loss and
+its gradient through the scan, greedy generation and the optimizer reset."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -17,13 +17,18 @@ from jaxdyn.models import transformer
 SPEC = prosqa.Spec(min_nodes=5, max_nodes=7, max_edges=8, max_steps=4, num_entities=2,
                    num_concepts=8)
 M = 3
+B = 4
+FIRST, _, T = coconut.layout_sizes(SPEC.question_len, M, SPEC.max_steps)
+# Every test below runs the same few compiled programs (2 layers, batch B, the full layout length T;
+# greedy generation of R = T - FIRST - M - 1 tokens fills exactly the layout): a compile costs
+# seconds on CPU, running them milliseconds.
+CFG = coconut.decoder_config(SPEC.vocab_size, T, num_layers=2, d_model=16, num_heads=2)
+FORWARD = jax.jit(lambda params, x, pos, valid: coconut.forward(CFG, params, x, pos, valid)[0])
+HIDDEN = jax.jit(lambda params, seq: coconut.continuous_hidden(CFG, params, seq, FIRST, M))
+SEQUENCE = jax.jit(coconut.build_sequence, static_argnums=(8,))
 
 
-def tiny_cfg(max_len=64):
-  return coconut.decoder_config(SPEC.vocab_size, max_len, num_layers=2, d_model=16, num_heads=2)
-
-
-def batch(size=3, seed=0):
+def batch(size=B, seed=0):
   d = prosqa.make_dataset(seed, size, SPEC)
   return {k: jnp.asarray(d[k]) for k in ('question', 'steps', 'num_steps', 'target')}
 
@@ -31,73 +36,87 @@ def batch(size=3, seed=0):
 def sequence(d, latents, skip, markers, feedback):
   b = d['target'].shape[0]
   full = lambda v, dt: jnp.broadcast_to(jnp.asarray(v, dt), (b,))
-  return coconut.build_sequence(d['question'], d['steps'], d['num_steps'], d['target'],
-                                full(latents, jnp.int32), full(skip, jnp.int32),
-                                full(markers, bool), full(feedback, bool), M)
+  return SEQUENCE(d['question'], d['steps'], d['num_steps'], d['target'], full(latents, jnp.int32),
+                  full(skip, jnp.int32), full(markers, bool), full(feedback, bool), M)
 
 
-def reference_hidden(cfg, params, seq, first_latent):
+def reference_hidden(params, seq):
   """The reference's multi-pass recipe: before each thought, run the whole sequence again (no
   cache; causal, so only the prefix matters) and write the last present hidden state before the
   slot into that slot's input embedding."""
-  full = jax.jit(lambda x: coconut.forward(cfg, params, x, seq.positions_BxT, seq.valid_BxT)[0])
   x = np.array(coconut.embed(params, seq.tokens_BxT))
   valid = np.asarray(seq.valid_BxT)
   for j in range(M):
-    slot = first_latent + j
-    h = np.asarray(full(jnp.asarray(x)))
+    slot = FIRST + j
+    h = np.asarray(FORWARD(params, jnp.asarray(x), seq.positions_BxT, seq.valid_BxT))
     for b in range(x.shape[0]):
       if valid[b, slot] and bool(seq.feedback_B[b]):
         x[b, slot] = h[b, np.flatnonzero(valid[b, :slot]).max()]
-  return np.asarray(full(jnp.asarray(x)))
+  return np.asarray(FORWARD(params, jnp.asarray(x), seq.positions_BxT, seq.valid_BxT))
+
+
+class InitTest(absltest.TestCase):
+
+  def test_gpt2_law_in_the_shared_decoders_tree(self):
+    params = coconut.init_params(CFG, jax.random.key(0))
+    want = jax.eval_shape(transformer.Decoder(CFG).init, jax.random.key(0),
+                          jnp.zeros((1, 2), jnp.int32))
+    self.assertEqual(jax.tree.structure(params), jax.tree.structure(want))
+    for got, w in zip(jax.tree.leaves(params), jax.tree.leaves(want)):
+      self.assertEqual((got.shape, got.dtype), (w.shape, w.dtype))
+    flat = {jax.tree_util.keystr(p): np.asarray(v)
+            for p, v in jax.tree_util.tree_flatten_with_path(params)[0]}
+    drawn = np.concatenate([v.ravel() for k, v in flat.items()
+                            if k.endswith("['kernel']") or k.endswith("['embedding']")])
+    # N(0, 0.02²): 2,600 draws, the sample sd within 5% and the mean within 4 standard errors.
+    self.assertAlmostEqual(drawn.std() / CFG.init_std, 1.0, delta=0.05)
+    self.assertLess(abs(drawn.mean()), 4 * CFG.init_std / np.sqrt(drawn.size))
+    for k, v in flat.items():
+      if k.endswith("['bias']"):
+        np.testing.assert_array_equal(v, 0.0, err_msg=k)
+      if k.endswith("['scale']"):
+        np.testing.assert_array_equal(v, 1.0, err_msg=k)
+    # Distinct leaves get distinct draws; the key decides them.
+    self.assertFalse(np.allclose(flat["['params']['layer_0']['attn']['query']['kernel']"],
+                                 flat["['params']['layer_0']['attn']['key']['kernel']"]))
+    again = coconut.init_params(CFG, jax.random.key(0))
+    other = coconut.init_params(CFG, jax.random.key(1))
+    equal = lambda a, b: all(np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a),
+                                                                  jax.tree.leaves(b)))
+    self.assertTrue(equal(params, again))
+    self.assertFalse(equal(params, other))
 
 
 class ForwardTest(parameterized.TestCase):
 
   def test_equals_shared_decoder_on_tokens(self):
-    cfg = tiny_cfg()
-    params = coconut.init_params(cfg, jax.random.key(0))
-    tokens = jax.random.randint(jax.random.key(1), (2, 11), 0, cfg.vocab_size)
-    want = jax.jit(transformer.Decoder(cfg).apply)(params, tokens)
-    got = jax.jit(lambda p, t: coconut.logits(cfg, p, coconut.forward(
-        cfg, p, coconut.embed(p, t), jnp.broadcast_to(jnp.arange(11), (2, 11)),
-        jnp.ones((2, 11), bool))[0]))(params, tokens)
-    np.testing.assert_allclose(got, want, atol=2e-5, rtol=1e-5)
+    params = coconut.init_params(CFG, jax.random.key(0))
+    tokens = jax.random.randint(jax.random.key(1), (B, T), 0, CFG.vocab_size)
+    want = jax.jit(transformer.Decoder(CFG).apply)(params, tokens)
+    h = FORWARD(params, coconut.embed(params, tokens), jnp.broadcast_to(jnp.arange(T), (B, T)),
+                jnp.ones((B, T), bool))
+    np.testing.assert_allclose(coconut.logits(CFG, params, h), want, atol=2e-5, rtol=1e-5)
 
   def test_masked_tokens_change_nothing(self):
-    # Inserting masked junk between present tokens leaves the present tokens' states unchanged.
-    cfg = tiny_cfg()
-    params = coconut.init_params(cfg, jax.random.key(0))
-    tokens = jax.random.randint(jax.random.key(1), (1, 6), 0, cfg.vocab_size)
-    fwd = jax.jit(lambda t, pos, valid: coconut.forward(cfg, params, coconut.embed(params, t),
-                                                        pos, valid)[0])
-    junk = jnp.concatenate([tokens[:, :3], jnp.array([[5, 9]]), tokens[:, 3:]], 1)
-    valid = jnp.array([[1, 1, 1, 0, 0, 1, 1, 1]], bool)
-    pos = jnp.array([[0, 1, 2, 2, 2, 3, 4, 5]])
-    h2 = fwd(junk, pos, valid)
-    h = fwd(junk[:, np.asarray(valid[0])], jnp.arange(6)[None], jnp.ones((1, 6), bool))
-    np.testing.assert_allclose(h2[:, np.asarray(valid[0])], h, atol=1e-5)
-
-  def test_cache_in_chunks_equals_one_pass(self):
-    cfg = tiny_cfg()
-    params = coconut.init_params(cfg, jax.random.key(3))
-    x = jax.random.normal(jax.random.key(4), (2, 9, 16))
-    pos = jnp.broadcast_to(jnp.arange(9), (2, 9))
-    valid = jnp.array([[0, 0, 1, 1, 1, 1, 1, 1, 1], [1] * 9], bool)
-    @jax.jit
-    def chunks(x):
-      full, _ = coconut.forward(cfg, params, x, pos, valid)
-      cache = coconut.init_cache(cfg, 2, 9)
-      parts = []
-      for lo, hi in ((0, 4), (4, 5), (5, 9)):
-        h, cache = coconut.forward(cfg, params, x[:, lo:hi], pos[:, lo:hi], valid[:, lo:hi], cache)
-        parts.append(h)
-      return full, parts, cache
-    full, parts, cache = chunks(x)
-    present = np.asarray(valid)   # absent queries (nothing to attend to) are never read
-    np.testing.assert_allclose(np.asarray(jnp.concatenate(parts, 1))[present],
-                               np.asarray(full)[present], atol=2e-5)
-    self.assertEqual(int(cache.length), 9)
+    # Masked junk between present tokens (positions skip it) leaves the present tokens' states
+    # equal to those of the same tokens without the junk (there followed by masked padding, which
+    # causal attention never reads).
+    params = coconut.init_params(CFG, jax.random.key(0))
+    rng = np.random.default_rng(1)
+    tokens = rng.integers(0, CFG.vocab_size, (B, T))
+    valid = rng.random((B, T)) < 0.7
+    valid[:, 0] = True
+    pos = np.maximum(np.cumsum(valid, 1) - 1, 0)
+    packed, packed_valid = np.zeros_like(tokens), np.zeros_like(valid)
+    for b in range(B):
+      n = valid[b].sum()
+      packed[b, :n], packed_valid[b, :n] = tokens[b, valid[b]], True
+    h = FORWARD(params, coconut.embed(params, tokens), pos, valid)
+    h2 = FORWARD(params, coconut.embed(params, packed), np.broadcast_to(np.arange(T), (B, T)),
+                 packed_valid)
+    for b in range(B):
+      np.testing.assert_allclose(np.asarray(h)[b, valid[b]], np.asarray(h2)[b, :valid[b].sum()],
+                                 atol=1e-5)
 
   def test_refuses_other_decoders(self):
     cfg = transformer.llama_config(SPEC.vocab_size, 1, 16, 2)
@@ -109,46 +128,45 @@ class ContinuousThoughtTest(parameterized.TestCase):
 
   def test_scan_with_cache_equals_recomputation(self):
     # One batch, one layout per example: Coconut at stage 2, Coconut past the last stage, pause
-    # tokens, CoT.
-    cfg = tiny_cfg()
-    params = coconut.init_params(cfg, jax.random.key(5))
-    d = batch(size=4)
-    seq = sequence(d, [2, M, M, 0], [2, coconut.ALL_STEPS, coconut.ALL_STEPS, 0],
+    # tokens, CoT. The last two have no feedback: for them this is the cache filled in three chunks
+    # (question + <bot> in one pass, one slot per scan step, the rest in one pass), left padding
+    # and absent slots included, against one uncached pass.
+    params = coconut.init_params(CFG, jax.random.key(5))
+    seq = sequence(batch(), [2, M, M, 0], [2, coconut.ALL_STEPS, coconut.ALL_STEPS, 0],
                    [True, True, True, False], [True, True, False, False])
-    first, _, _ = coconut.layout_sizes(SPEC.question_len, M, SPEC.max_steps)
-    got = jax.jit(coconut.continuous_hidden, static_argnums=(0, 3, 4))(cfg, params, seq, first, M)
-    want = reference_hidden(cfg, params, seq, first)
+    got = HIDDEN(params, seq)
+    want = reference_hidden(params, seq)
     valid = np.asarray(seq.valid_BxT)
+    self.assertTrue(np.all(~valid[:, 0]))   # left padding present in every row
     np.testing.assert_allclose(np.asarray(got)[valid], want[valid], atol=5e-5, rtol=1e-4)
 
   def test_thoughts_are_the_fed_back_hidden_states(self):
     # With feedback the input at thought slot j + 1 is the output at slot j: changing the <latent>
     # embedding changes nothing (feedback) or everything after the slots (pause).
-    cfg = tiny_cfg()
-    params = coconut.init_params(cfg, jax.random.key(6))
+    params = coconut.init_params(CFG, jax.random.key(6))
     d = batch()
-    first, _, _ = coconut.layout_sizes(SPEC.question_len, M, SPEC.max_steps)
     emb = params['params']['embed']['embedding']
     bumped = jax.tree.map(lambda a: a, params)
     # (a random direction: LayerNorm would hide a constant shift)
     bump = jax.random.normal(jax.random.key(9), emb.shape[1:])
     bumped['params']['embed']['embedding'] = emb.at[prosqa.LATENT].add(bump)
-    hidden = jax.jit(coconut.continuous_hidden, static_argnums=(0, 3, 4))
     for feedback, same in ((True, True), (False, False)):
       seq = sequence(d, M, coconut.ALL_STEPS, True, feedback)
-      a = hidden(cfg, params, seq, first, M)
-      b = hidden(cfg, bumped, seq, first, M)
+      a = HIDDEN(params, seq)
+      b = HIDDEN(bumped, seq)
       close = np.allclose(a[:, -5:], b[:, -5:], atol=1e-4)
       self.assertEqual(close, same)
 
   def test_gradient_flows_through_thoughts(self):
-    cfg = coconut.decoder_config(SPEC.vocab_size, 64, num_layers=1, d_model=16, num_heads=2)
+    # 1 layer: the backward of the scan is the same per layer. Its compile is the costliest program
+    # of these tests (12 CPU-s): XLA's LLVM optimisation is off for it (the same HLO, compiled in
+    # about half the time; the maths does not depend on it).
+    cfg = coconut.decoder_config(SPEC.vocab_size, T, num_layers=1, d_model=16, num_heads=2)
     params = coconut.init_params(cfg, jax.random.key(7))
-    d = batch()
-    first, _, _ = coconut.layout_sizes(SPEC.question_len, M, SPEC.max_steps)
-    seq = sequence(d, M, coconut.ALL_STEPS, True, True)
-    value_and_grad = jax.jit(jax.value_and_grad(
-        lambda p: coconut.sequence_loss(cfg, p, seq, first, M)[0]))   # one compile for all calls
+    seq = sequence(batch(), M, coconut.ALL_STEPS, True, True)
+    value_and_grad = jax.jit(jax.value_and_grad(   # one compile for all calls
+        lambda p: coconut.sequence_loss(cfg, p, seq, FIRST, M)[0]),
+        compiler_options={'xla_backend_optimization_level': 0})
     _, g = value_and_grad(params)
     self.assertTrue(all(np.isfinite(x).all() for x in jax.tree.leaves(g)))
     # A finite difference along the gradient agrees with it (the scan's backward is right).
@@ -180,9 +198,12 @@ class LayoutTest(parameterized.TestCase):
     # 10 steps per epoch, 5 epochs per stage: stage 0 for steps 0-49, 1 for 50-99, ...
     stages = [int(coconut.stage_at(s, 10, 5)) for s in (0, 49, 50, 99, 100, 349, 350)]
     self.assertEqual(stages, [0, 0, 1, 1, 2, 6, 7])
+    # A longer stage 0 (12 epochs = 120 steps), the later stages 5 epochs each as before.
+    stages = [int(coconut.stage_at(s, 10, 5, 12)) for s in (0, 119, 120, 169, 170, 219, 220)]
+    self.assertEqual(stages, [0, 0, 1, 1, 2, 2, 3])
 
   def test_sequence_tokens(self):
-    d = batch(size=2, seed=1)
+    d = batch(seed=1)
     q = SPEC.question_len
     seq = sequence(d, 2, 1, True, True)
     n = int(d['num_steps'][0])
@@ -207,28 +228,25 @@ class LayoutTest(parameterized.TestCase):
 class GenerateTest(absltest.TestCase):
 
   def test_generate_equals_argmax_of_recomputed_forward(self):
-    cfg = tiny_cfg()
-    params = coconut.init_params(cfg, jax.random.key(8))
-    d = batch(size=2)
-    first, _, _ = coconut.layout_sizes(SPEC.question_len, M, SPEC.max_steps)
-    seq = sequence(d, 2, coconut.ALL_STEPS, True, True)
-    out = np.asarray(jax.jit(coconut.generate, static_argnums=(0, 3, 4, 5))(cfg, params, seq, first,
-                                                                          M, 4))
+    params = coconut.init_params(CFG, jax.random.key(8))
+    seq = sequence(batch(), 2, coconut.ALL_STEPS, True, True)
+    cut = FIRST + M + 1
+    g_max = T - cut
+    out = np.asarray(jax.jit(coconut.generate, static_argnums=(0, 3, 4, 5))(CFG, params, seq, FIRST,
+                                                                          M, g_max))
     # Recompute: write the generated tokens one by one after <eot> (later slots absent) and re-run
     # the whole continuous forward; its argmax at the last present token must be the next token.
-    cut, g_max = first + M + 1, 4
-    hidden = jax.jit(coconut.continuous_hidden, static_argnums=(0, 3, 4))
     tokens = np.array(jnp.pad(seq.tokens_BxT[:, :cut], ((0, 0), (0, g_max))))
     valid = np.array(jnp.pad(seq.valid_BxT[:, :cut], ((0, 0), (0, g_max))))
     for g in range(g_max):
       s1 = seq._replace(tokens_BxT=jnp.asarray(tokens), valid_BxT=jnp.asarray(valid),
                         positions_BxT=jnp.maximum(jnp.cumsum(jnp.asarray(valid), 1) - 1, 0))
-      h = np.asarray(hidden(cfg, params, s1, first, M))
-      for b in range(2):
-        last = np.flatnonzero(valid[b]).max()
-        nxt = int(jnp.argmax(coconut.logits(cfg, params, jnp.asarray(h[b, last]))))
-        self.assertEqual(nxt, int(out[b, g]))
-        tokens[b, cut + g], valid[b, cut + g] = nxt, True
+      h = np.asarray(HIDDEN(params, s1))
+      last = np.asarray([np.flatnonzero(v).max() for v in valid])
+      nxt = np.asarray(jnp.argmax(coconut.logits(CFG, params, jnp.asarray(h[np.arange(B), last])),
+                                  -1))
+      np.testing.assert_array_equal(nxt, out[:, g])
+      tokens[:, cut + g], valid[:, cut + g] = nxt, True
 
   def test_score_answers(self):
     gen = jnp.array([[prosqa.ANS, 20, prosqa.EOS, 0], [9, prosqa.ANS, 21, prosqa.EOS],
@@ -252,6 +270,19 @@ class ResetTest(absltest.TestCase):
         ref = fresh.init(params)   # a new AdamW after two updates
       u, state = tx.update(g, state, params)
       v, ref = fresh.update(g, ref, params)
+      np.testing.assert_allclose(u['w'], v['w'], rtol=1e-6)
+
+  def test_reset_from_an_offset(self):
+    # Period 2 from update 3 on: fresh AdamW before updates 3 and 5, none before 2 or 4.
+    params = {'w': jnp.ones(3)}
+    tx = coconut.reset_every(optax.adamw(0.1, weight_decay=0.0), 2, offset=3)
+    fresh = optax.adamw(0.1, weight_decay=0.0)
+    state, ref = tx.init(params), fresh.init(params)
+    for i, g in enumerate((1.0, -2.0, 0.5, 3.0, -1.0, 2.0)):
+      if i in (3, 5):
+        ref = fresh.init(params)
+      u, state = tx.update({'w': jnp.full(3, g)}, state, params)
+      v, ref = fresh.update({'w': jnp.full(3, g)}, ref, params)
       np.testing.assert_allclose(u['w'], v['w'], rtol=1e-6)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from jaxdyn.core.figures import plt
 from jaxdyn.core import figures
+from jaxdyn.data import prosqa
 from jaxdyn.models import coconut as model_lib
 
 FRONTIER, REACHABLE, UNREACHABLE = 0, 1, 2
@@ -142,6 +143,86 @@ def frontier_values(values_BxMxN, groups_BxMxN, heights_BxN, correct_BxN, though
           'top_correct': float(np.mean(top)) if top else float('nan'), 'num_questions': len(top)}
 
 
+# ----------------------------------------------------------------------------------------------
+# Diagnostics of generated answers and chains (what a method writes, not what its thoughts hold)
+
+
+def named_answers(generated_BxG) -> np.ndarray:
+  """B: the token after the first ### (what `models.coconut.score_answers` compares with the
+  answer), -1 where none is generated."""
+  g = np.asarray(generated_BxG)
+  out = np.full(g.shape[0], -1, np.int64)
+  for b, row in enumerate(g):
+    at = np.flatnonzero(row[:-1] == prosqa.ANS)
+    if at.size:
+      out[b] = row[at[0] + 1]
+  return out
+
+
+def parse_chain(generated_G) -> list[tuple[int, int]]:
+  """The statements `x y .` a method writes before its first ### (or the end): the (x, y) token
+  pairs of the complete triples, read three tokens at a time from the start (the layout of
+  `data.prosqa` steps); a triple whose third token is not `.` ends the chain there."""
+  g = [int(t) for t in np.asarray(generated_G)]
+  stop = g.index(prosqa.ANS) if prosqa.ANS in g else len(g)
+  pairs = []
+  for k in range(0, stop - 2, 3):
+    if g[k + 2] != prosqa.SEP:
+      break
+    pairs.append((g[k], g[k + 1]))
+  return pairs
+
+
+def chain_validity(generated_BxG, adj_BxNxN, node_token_BxN, num_nodes_B, target_B) -> dict:
+  """Per question (B bools), of the chain a method writes (`parse_chain`):
+    first_edge      its first statement is an edge of the graph out of the entity (node 0)
+    path            it is non-empty and a path from the entity: every statement an edge of the
+                    graph, each starting where the previous one ended
+    ends_at_answer  a path whose last node is the answer
+    num_steps       B ints: the statements written."""
+  g = np.asarray(generated_BxG)
+  adj, tok = np.asarray(adj_BxNxN, bool), np.asarray(node_token_BxN)
+  out = {k: np.zeros(g.shape[0], bool) for k in ('first_edge', 'path', 'ends_at_answer')}
+  out['num_steps'] = np.zeros(g.shape[0], np.int64)
+  for b in range(g.shape[0]):
+    node = {int(t): i for i, t in enumerate(tok[b, :int(num_nodes_B[b])])}
+    edges = [(node.get(x, -1), node.get(y, -1)) for x, y in parse_chain(g[b])]
+    out['num_steps'][b] = len(edges)
+    ok = [u >= 0 and v >= 0 and bool(adj[b, u, v]) for u, v in edges]
+    if not edges:
+      continue
+    out['first_edge'][b] = ok[0] and edges[0][0] == 0
+    out['path'][b] = (out['first_edge'][b] and all(ok)
+                      and all(edges[j][1] == edges[j + 1][0] for j in range(len(edges) - 1)))
+    out['ends_at_answer'][b] = out['path'][b] and int(tok[b, edges[-1][1]]) == int(target_B[b])
+  return out
+
+
+def accuracy_by_hops(correct_B, num_steps_B) -> dict[int, tuple[float, int]]:
+  """{shortest-path length: (accuracy, questions)}."""
+  c, n = np.asarray(correct_B, float), np.asarray(num_steps_B)
+  return {int(h): (float(c[n == h].mean()), int((n == h).sum())) for h in np.unique(n)}
+
+
+def answer_diagnostics(generated_BxG, data: dict, with_chain: bool = False) -> dict:
+  """One method's generations on questions `data` (a `prosqa.make_dataset` dict, first B rows):
+  accuracy, accuracy by hops, the share naming one of the two candidates (answer or distractor) and,
+  with `with_chain`, the shares of `chain_validity` and the mean statements written."""
+  g = np.asarray(generated_BxG)
+  b = g.shape[0]
+  named = named_answers(g)
+  correct = named == np.asarray(data['target'][:b])
+  out = {'questions': b, 'accuracy': float(correct.mean()),
+         'accuracy_by_hops': accuracy_by_hops(correct, data['num_steps'][:b]),
+         'names_a_candidate': float(np.mean(correct | (named == np.asarray(data['distractor'][:b]))))}
+  if with_chain:
+    v = chain_validity(g, data['adj'][:b], data['node_token'][:b], data['num_nodes'][:b],
+                       data['target'][:b])
+    out.update({f'chain_{k}': float(v[k].mean()) for k in ('first_edge', 'path', 'ends_at_answer')})
+    out['chain_steps'] = float(v['num_steps'].mean())
+  return out
+
+
 def plot_values(analysis: dict, path: str, title: str = '') -> str:
   """Mean value of correct / incorrect frontier nodes against the node's height (`frontier_values`)."""
   mean, count = analysis['mean_correct_incorrect_by_height'], analysis['count']
@@ -171,17 +252,26 @@ def continuous_thoughts(cfg, params, seq: model_lib.Sequence, first_latent: int,
   return h[:, first_latent - 1:first_latent - 1 + max_latents]
 
 
-def attention_maps(cfg, params, seq: model_lib.Sequence, first_latent: int, max_latents: int):
-  """Per layer, the attention weights B×N×T×T of the whole layout with the thoughts in place (the
-  thoughts computed by the scan, then one uncached pass)."""
+def thoughts_and_attention(cfg, params, seq: model_lib.Sequence, first_latent: int,
+                           max_latents: int):
+  """(thoughts B×M×D from the cached scan, the final-normed hidden states B×T×D of one uncached
+  pass over the whole layout with those thoughts in place, per layer the attention weights
+  B×N×T×T of that pass). Where the cache is right, the pass's hidden state before latent slot j
+  is thought j."""
   t = continuous_thoughts(cfg, params, seq, first_latent, max_latents)
   x = model_lib.embed(params, seq.tokens_BxT)
   slots = slice(first_latent, first_latent + max_latents)
   use = (seq.feedback_B[:, None] & seq.valid_BxT[:, slots])[:, :, None]
   x = x.at[:, slots].set(jnp.where(use, t, x[:, slots]))
-  _, _, attn = model_lib.forward(cfg, params, x, seq.positions_BxT, seq.valid_BxT,
+  h, _, attn = model_lib.forward(cfg, params, x, seq.positions_BxT, seq.valid_BxT,
                                  with_attention=True)
-  return attn
+  return t, h, attn
+
+
+def attention_maps(cfg, params, seq: model_lib.Sequence, first_latent: int, max_latents: int):
+  """Per layer, the attention weights B×N×T×T of the whole layout with the thoughts in place (the
+  thoughts computed by the scan, then one uncached pass: `thoughts_and_attention`)."""
+  return thoughts_and_attention(cfg, params, seq, first_latent, max_latents)[2]
 
 
 def plot_scores(scores_by_label: dict, path: str, title: str = '') -> str:

@@ -5,7 +5,8 @@ ProsQA").
 One run trains every method of `methods` × `num_seeds` seeds as one vmapped program: one decoder
 (`models/coconut.py`, the shared GPT-2-style decoder from scratch), questions from
 `data/prosqa.py`. Each member's method is data (`Task.data['method']`), and so is the curriculum
-stage: stage = (step // steps_per_epoch) // epochs_per_stage, where an epoch is num_train //
+stage: stage = (step // steps_per_epoch) // epochs_per_stage (stage 0 lasting
+curriculum.stage0_epochs epochs where that is set), where an epoch is num_train //
 batch_size steps over a fresh permutation of the training questions; the stage sets how many latent
 slots are present and how many reasoning steps are dropped (`coconut.method_layout`), so the whole
 curriculum is one compiled program. The optimizer is re-created (AdamW state and bias correction)
@@ -17,7 +18,9 @@ Metrics per evaluation, on the validation and test questions, each method in its
   test_tokens           generated tokens per question: thoughts + tokens before <eos>
   train: loss, token_accuracy, stage
 Report: figures/curves.png, figures/accuracy.png, summary.json and table.md: final test accuracy
-and tokens per method, mean ± sem over seeds, beside the paper's Table 1 (ProsQA columns).
+and tokens per method, mean ± sem over seeds, beside the paper's Table 1 (ProsQA columns); in
+summary.json also the thought probes and `diagnose`: per member, accuracy on training against test
+questions, by hops, and the validity of CoT's written chains.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ def default_config() -> ml_collections.ConfigDict:
       c_thought=1,                # thoughts per replaced step (reference: 1)
       max_latent_stage=2,         # last stage with steps left (reference: 6)
       epochs_per_stage=2,         # reference: 5
+      stage0_epochs=0,            # epochs of stage 0 (the full chain); 0: epochs_per_stage
       reset_optimizer='stage'))   # epoch (reference) | stage | never; per epoch would restart
                                   # AdamW's moments 8 times in this run
   c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=64, num_heads=4))
@@ -87,14 +91,18 @@ def default_config() -> ml_collections.ConfigDict:
 
 
 def _tiny(c: ml_collections.ConfigDict) -> None:
-  """Seconds: graphs of 5-7 nodes, 1 layer d 16, every method × 1 seed, 12 steps (tests)."""
+  """Seconds: graphs of 5-7 nodes, 1 layer d 16, every method × 1 seed, 4 steps of one batch each
+  (one step per stage: stages 0, 1, 2 and the last), evaluated after every step (tests).
+
+  An evaluation after every step makes the trainer's chunk one logged step and the evaluation (the
+  scan of unlogged steps between evaluations has length 0): its compile is the cost of this run."""
   c.num_seeds = 1
   c.methods = model_lib.METHODS
   c.data.update(min_nodes=5, max_nodes=7, max_edges=8, max_steps=3, min_hops=1, num_entities=2,
-                num_concepts=8, num_train=32, num_val=8, num_test=8, batch_size=8)
+                num_concepts=8, num_train=8, num_val=8, num_test=8, batch_size=8)
   c.curriculum.update(max_latent_stage=2, epochs_per_stage=1, reset_optimizer='epoch')
   c.model.update(num_layers=1, d_model=16, num_heads=2)
-  c.train.update(steps=12, eval_every=6, checkpoint_every=12, steps_per_dispatch=12)
+  c.train.update(steps=4, eval_every=1, checkpoint_every=4, steps_per_dispatch=4)
 
 
 def _paper(c: ml_collections.ConfigDict) -> None:
@@ -144,6 +152,7 @@ def check_values(config: ml_collections.ConfigDict) -> None:
                               'curriculum.c_thought', 'curriculum.epochs_per_stage',
                               'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr')
   config_lib.require_nonnegative(config, 'data.depth_weight', 'curriculum.max_latent_stage',
+                                 'curriculum.stage0_epochs',
                                  'opt.wd', 'eval.max_new_tokens')
   config_lib.require(d.batch_size <= d.num_train, 'data.batch_size', d.batch_size,
                      f'must be <= data.num_train={d.num_train}')
@@ -228,9 +237,10 @@ def evaluate_split(config, cfg, params, rows, method) -> dict[str, jax.Array]:
 def make_optimizer(config):
   o, cur = config.opt, config.curriculum
   inner = optax.adamw(o.lr, b1=o.b1, b2=o.b2, eps=o.eps, weight_decay=o.wd)
-  period = {'epoch': steps_per_epoch(config),
-            'stage': steps_per_epoch(config) * cur.epochs_per_stage, 'never': 0}[cur.reset_optimizer]
-  return model_lib.reset_every(inner, period)
+  spe = steps_per_epoch(config)
+  period = {'epoch': spe, 'stage': spe * cur.epochs_per_stage, 'never': 0}[cur.reset_optimizer]
+  offset = spe * cur.stage0_epochs if cur.reset_optimizer == 'stage' else 0   # at each new stage
+  return model_lib.reset_every(inner, period, offset)
 
 
 def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
@@ -252,7 +262,8 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     epoch = step // spe
     perm = jax.random.permutation(jax.random.fold_in(key, epoch), n_train)
     idx = jax.lax.dynamic_slice_in_dim(perm, (step % spe) * batch, batch)
-    stage = model_lib.stage_at(step, spe, config.curriculum.epochs_per_stage)
+    stage = model_lib.stage_at(step, spe, config.curriculum.epochs_per_stage,
+                               config.curriculum.stage0_epochs)
     return make_sequence(config, rows(d, 'train', idx), d['method'], stage), stage
 
   def loss_fn(params, batch_, hp):
@@ -306,19 +317,19 @@ def summary_rows(result: trainer.TrainResult, config) -> list[dict]:
   return out
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _probe_arrays(config_json, method, params, rows, node_tok):
-  """One compiled program for the probe's arrays: the layout, the thoughts, their token
-  probabilities (B×M×V), the node embeddings and the attention maps."""
+@functools.partial(jax.jit, static_argnums=(0,))
+def _probe_arrays(config_json, method_id, params, rows, node_tok):
+  """One compiled program (for every method: the method is data) for the probe's arrays: the
+  layout, the thoughts, their token probabilities (B×M×V), the node embeddings and the attention
+  maps."""
   config = ml_collections.ConfigDict(json.loads(config_json))
   cfg = decoder_config(config)
   first, _, _ = sizes(config)
   m = max_latents(config)
-  seq = make_sequence(config, rows, model_lib.METHODS.index(method), FINAL_STAGE)
-  thoughts = probes.continuous_thoughts(cfg, params, seq, first, m)
+  seq = make_sequence(config, rows, method_id, FINAL_STAGE)
+  thoughts, _, attn = probes.thoughts_and_attention(cfg, params, seq, first, m)
   probs = jax.nn.softmax(model_lib.logits(cfg, params, thoughts), -1)
-  return (seq, thoughts, probs, model_lib.embed(params, node_tok),
-          probes.attention_maps(cfg, params, seq, first, m))
+  return seq, thoughts, probs, model_lib.embed(params, node_tok), attn
 
 
 def probe(config, params, test: dict, method: str, num: int = 256) -> dict:
@@ -330,8 +341,8 @@ def probe(config, params, test: dict, method: str, num: int = 256) -> dict:
   m = max_latents(config)
   rows = {k: np.asarray(test[k][:num]) for k in FIELDS}
   node_tok = np.asarray(test['node_token'][:num])
-  seq, thoughts, probs, node_emb, attn = _probe_arrays(config.to_json(), method, params, rows,
-                                                       node_tok)
+  seq, thoughts, probs, node_emb, attn = _probe_arrays(
+      config.to_json(), jnp.int32(model_lib.METHODS.index(method)), params, rows, node_tok)
   thoughts, node_emb = np.asarray(thoughts), np.asarray(node_emb)
   groups = probes.node_groups(test['dist'][:num], test['num_nodes'][:num], m)
   values = np.take_along_axis(np.asarray(probs), np.repeat(node_tok[:, None], m, 1), axis=2)
@@ -343,6 +354,40 @@ def probe(config, params, test: dict, method: str, num: int = 256) -> dict:
           'pairwise_rates': probes.pairwise_rates(thoughts, node_emb, groups),
           'values': probes.frontier_values(values, groups, heights, correct, thought=0),
           'seq': seq, 'attention': attn}
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _generate_members(config_json, params_S, rows, method_ids_S):
+  """S×B×G greedy generations of every member in its method's inference layout (one program)."""
+  config = ml_collections.ConfigDict(json.loads(config_json))
+  cfg = decoder_config(config)
+  first, _, _ = sizes(config)
+
+  def one(params, method_id):
+    seq = make_sequence(config, rows, method_id, FINAL_STAGE)
+    return model_lib.generate(cfg, params, seq, first, max_latents(config), max_new_tokens(config))
+
+  return jax.vmap(one)(params_S, method_ids_S)
+
+
+def diagnose(config, params, members, num: int = 300) -> list[dict]:
+  """What each member writes in its inference layout on the first `num` training and test
+  questions (`analysis.coconut.answer_diagnostics`): accuracy on each split (train above test:
+  memorising), accuracy by hops, the share naming one of the two candidates, and for CoT its chain:
+  first step an edge out of the entity, the chain a path from it, the path ending at the answer.
+  One row per member and split."""
+  names = method_names(config, members)
+  ids = jnp.asarray([model_lib.METHODS.index(n) for n in names], jnp.int32)
+  data = datasets(config)
+  out = []
+  for split in ('train', 'test'):
+    d = {k: v[:num] for k, v in data[split].items()}
+    gen = np.asarray(_generate_members(config.to_json(), params,
+                                       {k: jnp.asarray(d[k]) for k in FIELDS}, ids))
+    for i, name in enumerate(names):
+      out.append({'method': name, 'seed': int(members[i]['seed']), 'split': split,
+                  **probes.answer_diagnostics(gen[i], d, with_chain=name == 'cot')})
+  return out
 
 
 def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
@@ -384,9 +429,10 @@ def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict)
   if probed:
     probes.plot_scores(probed, os.path.join(figdir, 'probe.png'),
                        title='continuous thought j · node embedding, by BFS distance from the entity')
+  diagnosis = diagnose(config, result.params, result.members)
   results.write_json(os.path.join(result.workdir, 'summary.json'),
                      {'rows': rows, 'num_seeds': config.num_seeds, 'probes': probe_summary,
-                      'data_statistics': prosqa.statistics(test)})
+                      'diagnosis': diagnosis, 'data_statistics': prosqa.statistics(test)})
   fig, ax = plt.subplots(figsize=(6, 3.6))
   x = np.arange(len(rows))
   ax.bar(x - 0.2, [r['test_accuracy'] for r in rows], 0.4,
@@ -402,7 +448,7 @@ def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict)
   ax.grid(alpha=0.3, axis='y')
   fig.tight_layout()
   figures.save(fig, os.path.join(figdir, 'accuracy.png'))
-  return {'rows': rows, 'table': table}
+  return {'rows': rows, 'table': table, 'diagnosis': diagnosis}
 
 
 EXPERIMENT = experiment.Experiment(name='coconut', schema=default_config, variants=VARIANTS,
