@@ -607,11 +607,14 @@ def write_yardstick_figure(workdirs: dict[str, str], path: str) -> str:
   fig, (ax_gap, ax_loss) = plt.subplots(1, 2, figsize=(12.5, 4.2), layout='constrained')
   styles = ['-', '--', ':', '-.']
   colors = dict(zip(METHODS, plt.cm.tab10(np.arange(len(METHODS)))))
+  top, off_scale = 15.0, []   # gaps above `top` % (low-rank's tens of %) would flatten the rest
   for k, (label, workdir) in enumerate(workdirs.items()):
     for method, (tokens, loss, gap) in loss_gap_curves(workdir).items():
       style = dict(color=colors[method], ls=styles[k % len(styles)], marker='o', ms=3, lw=1.4)
       if method != 'full_adamw':
         ax_gap.plot(tokens, 100 * gap, label=f'{label} {method}', **style)
+        if np.max(100 * gap) > top:
+          off_scale.append(f'{label} {method} up to {np.max(100 * gap):.0f}%')
       if method in ('full_adamw', 'galore'):
         ax_loss.plot(tokens, loss, label=f'{label} {method}', **style)
   paper = paper_loss_gaps('galore')
@@ -619,6 +622,10 @@ def write_yardstick_figure(workdirs: dict[str, str], path: str) -> str:
               ls='none', label='paper GaLore (60M–1B, C4 tokens)')
   ax_gap.axhline(1.0, color='k', lw=0.8, ls='--', label='goal: 1%')
   ax_gap.axhline(0.0, color='0.6', lw=0.6)
+  if off_scale:
+    ax_gap.set_ylim(top=top)
+    ax_gap.text(0.98, 0.97, 'off the scale: ' + ', '.join(off_scale), transform=ax_gap.transAxes,
+                ha='right', va='top', fontsize=7)
   ax_gap.set(xlabel='training bytes (tokens) per parameter',
              ylabel='relative loss gap to full rank (%)\nln ppl / ln ppl_full − 1')
   ax_loss.set(xlabel='training bytes (tokens) per parameter',
