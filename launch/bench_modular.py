@@ -75,6 +75,16 @@ def sweep_rows(name, one_task, sweep_task, steps, rounds, extra=None):
   return bench_lib.interleaved(timers, rounds), how
 
 
+def _print_torch(t, s: int) -> None:
+  """The plain PyTorch line of a sweep's rounds `t` (S = s members), where PyTorch ran."""
+  best = bench_lib.TorchSteps.best(t)
+  if best is not None:
+    t['torch'], threads = best
+    print(f'  plain PyTorch 1 member ({threads}): {1 / t["torch"]:8.2f} steps/s; jaxdyn speed-up '
+          f'{t["torch"] / t["1 member"]:.2f}x (1 member), '
+          f'{t["torch"] * s / t["auto"]:.2f}x per member-step in the sweep')
+
+
 def main(argv):
   del argv
   steps, rounds, parts = _STEPS.value, _ROUNDS.value, _PARTS.value
@@ -98,12 +108,7 @@ def main(argv):
             f'step time (goal <= 3)')
       if 'all vmapped' in t:
         print(f'  {s} members, all vmapped: {t["all vmapped"] / t["1 member"]:5.2f} x')
-      best = bench_lib.TorchSteps.best(t)
-      if best is not None:
-        t['torch'], threads = best
-        print(f'  plain PyTorch 1 member ({threads}): {1 / t["torch"]:8.1f} steps/s; jaxdyn speed-up '
-              f'{t["torch"] / t["1 member"]:.2f}x (1 member), '
-              f'{t["torch"] * s / t["auto"]:.2f}x per member-step in the sweep')
+      _print_torch(t, s)
       if _HLO.value:
         for mode in ('all', 'auto', 1):
           print('  compiled ops, 1 member:' if mode == 1 else f'  compiled ops, {s} members {mode}:')
@@ -138,12 +143,7 @@ def main(argv):
             f'(S x one member) (goal <= 1.05)')
       if 'all vmapped' in t:
         print(f'  {s} members, all vmapped: {t["all vmapped"] / (s * t["1 member"]):5.3f} x')
-      best = bench_lib.TorchSteps.best(t)
-      if best is not None:
-        t['torch'], threads = best
-        print(f'  plain PyTorch 1 member ({threads}): {1 / t["torch"]:6.2f} steps/s; jaxdyn speed-up '
-              f'{t["torch"] / t["1 member"]:.2f}x (1 member), '
-              f'{t["torch"] * s / t["auto"]:.2f}x per member-step in the sweep')
+      _print_torch(t, s)
     if 'li2' in parts:
       cs, seeds = (1.5, 2.75, 4.5, 8.0), 3
       sweep = li2_task(cs, seeds)
