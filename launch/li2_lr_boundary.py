@@ -23,7 +23,6 @@ import os
 from absl import app, flags
 
 from jaxdyn.analysis import li2_energy
-from jaxdyn.core import figures
 from jaxdyn.core import metrics
 from jaxdyn.core import results
 from jaxdyn.experiments import li2_grokking
@@ -90,16 +89,10 @@ def main(argv):
   results.write_json(os.path.join(_OUT.value, 'lr_boundary.json'), rows)
   print(table)
   if len(cs) > 1:
-    panels = {'final test accuracy': {}, 'E (‖w‖²-weighted), final': {}}
-    for value, panel in zip(('test_accuracy', 'E_weighted'), panels):
-      for r in results.over_seeds(rows, value, by=['M', 'lr', 'c']):
-        x, y = panels[panel].setdefault(f"M={r['M']}, lr={r['lr']:g}", ([], []))
-        x.append(r['c'])
-        y.append(r[value])
-    print(figures.plot_lines(panels, path=os.path.join(_OUT.value, 'lr_boundary_band.png'),
-                             xlabel='c (n = c·M ln M)',
-                             title=f'Li2 lr boundary band: seed means after {_STEPS.value} steps, '
-                                   f'q = {_HIDDEN.value}, {_LOSS.value}'))
+    print(li2_energy.plot_lr_boundary_band(
+        rows, os.path.join(_OUT.value, 'lr_boundary_band.png'),
+        title=f'Li2 lr boundary band: seed means after {_STEPS.value} steps, q = {_HIDDEN.value}, '
+              f'{_LOSS.value}'))
 
 
 if __name__ == '__main__':

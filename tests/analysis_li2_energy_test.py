@@ -73,6 +73,20 @@ class NodeEnergyTest(absltest.TestCase):
                                          members, os.path.join(d, 'f.png'), e_star=7 / 16)
       self.assertGreater(os.path.getsize(path), 1000)
 
+  def test_band_panels_are_seed_means_against_c(self):
+    rows = [{'M': 7, 'lr': lr, 'seed': s, 'c': c, 'test_accuracy': acc, 'E_weighted': 10 * acc}
+            for lr in (0.002, 0.005) for c in (4.0, 3.0) for s, acc in
+            ((0, c / 10 + lr), (1, c / 10 + 3 * lr))]
+    panels = li2_energy.lr_boundary_band_panels(rows)
+    c, acc = panels['final test accuracy']['M=7, lr=0.005']
+    self.assertEqual(c, [3.0, 4.0])
+    np.testing.assert_allclose(acc, [0.3 + 0.01, 0.4 + 0.01])
+    c, energy = panels['E (‖w‖²-weighted), final']['M=7, lr=0.002']
+    np.testing.assert_allclose(energy, [3.04, 4.04])
+    with tempfile.TemporaryDirectory() as d:
+      path = li2_energy.plot_lr_boundary_band(rows, os.path.join(d, 'band.png'))
+      self.assertGreater(os.path.getsize(path), 1000)
+
 
 if __name__ == '__main__':
   absltest.main()

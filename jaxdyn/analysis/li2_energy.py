@@ -180,3 +180,22 @@ def lr_boundary_markdown(rows: list[dict]) -> str:
       'nodes within 5% of E*': 'near_max', 'per seed: test acc / E (weighted)': 'per_seed'},
       formats={'E* = M/16': '.3f', 'test accuracy': '.3f', 'E (‖w‖²-weighted)': '.3f',
                'E (mean)': '.3f', 'nodes within 5% of E*': '.2f'})
+
+
+def lr_boundary_band_panels(rows: list[dict]) -> dict:
+  """The lr-boundary band (rows of several sample-size ratios c, each carrying 'c'): two panels,
+  the seed-mean final test accuracy and ‖w‖²-weighted E against c, a line per (M, lr) (`figures.plot_lines`
+  input: {panel: {label: (c values, seed means)}})."""
+  panels = {'final test accuracy': {}, 'E (‖w‖²-weighted), final': {}}
+  for value, panel in zip(('test_accuracy', 'E_weighted'), panels):
+    for r in results.over_seeds(rows, value, by=['M', 'lr', 'c']):
+      x, y = panels[panel].setdefault(f"M={r['M']}, lr={r['lr']:g}", ([], []))
+      x.append(r['c'])
+      y.append(r[value])
+  return panels
+
+
+def plot_lr_boundary_band(rows: list[dict], path: str, *, title: str = '') -> str:
+  """`lr_boundary_band_panels` drawn against c (n = c·M ln M); returns the path written."""
+  return figures.plot_lines(lr_boundary_band_panels(rows), path=path, xlabel='c (n = c·M ln M)',
+                            title=title or 'Li2 lr boundary band: seed means')
