@@ -78,7 +78,8 @@ def sweep_timer(task: trainer.Task, steps: int, member_batch=None, evaluate: boo
   chunk: `steps` - 1 lean steps and one with the logged statistics; the task's evaluation only with
   `evaluate`: a forward pass over every evaluation row, which a training step of the PyTorch side
   does not do), compiled and warmed up, returning (wall, CPU) seconds per step; and how its members
-  run ('vmap' or 'groups of k'). `member_batch` overrides the task's ('auto', 'all' or an int);
+  run ('vmap', 'groups of k' or 'unrolled groups of k'). `member_batch` overrides the task's
+  ('auto', 'all', an int or 'unrolled:k');
   `microbatches`: the trainer's gradient accumulation (each member's batch in that many parts)."""
   if member_batch is not None:
     task = dataclasses.replace(task, member_batch=member_batch)
@@ -94,7 +95,8 @@ def sweep_timer(task: trainer.Task, steps: int, member_batch=None, evaluate: boo
   state = [jax.jit(functools.partial(trainer.init_state, task), out_shardings=state_sharding)()]
   batch = trainer.member_batch(task, mesh, state[0]['members'], state[0]['step'], data, shared,
                                hparams, microbatches)
-  how = 'vmap' if batch is None else f'groups of {batch}'
+  how = ('vmap' if batch is None else str(batch) if isinstance(batch, members_lib.Unrolled)
+         else f'groups of {batch}')
 
   def run() -> tuple[float, float]:
     t, cpu = time.perf_counter(), time.process_time()
@@ -293,6 +295,31 @@ def matmuls_alone_timer(task: trainer.Task) -> Callable[[], tuple[float, float]]
       w, c = timer()
       wall, cpu = wall + dots[key] * w, cpu + dots[key] * c
     return wall, cpu
+  return run
+
+
+def loop_timer(fn: Callable, args: tuple, reps: int, repeats: int = 3
+               ) -> Callable[[], tuple[float, float]]:
+  """A timer of `fn(*args)` alone: `reps` evaluations in one jitted loop (the arguments passed
+  through an optimization barrier each iteration, so that XLA cannot hoist the op out of the loop;
+  each iteration's output is the loop's carry, so that it is not dead), the best of `repeats` calls
+  per round; (wall, CPU) seconds per evaluation. For ops of tens of µs, where a dispatch per
+  evaluation would be measured instead of the op."""
+  def body(_, carry):
+    xs, _ = carry
+    xs = jax.lax.optimization_barrier(xs)
+    return xs, fn(*xs)
+
+  looped = jax.jit(lambda xs: jax.lax.fori_loop(0, reps - 1, body, (xs, fn(*xs)))[1])
+  jax.block_until_ready(looped(args))
+
+  def run() -> tuple[float, float]:
+    times = []
+    for _ in range(repeats):
+      t, cpu = time.perf_counter(), time.process_time()
+      jax.block_until_ready(looped(args))
+      times.append(((time.perf_counter() - t) / reps, (time.process_time() - cpu) / reps))
+    return min(times)
   return run
 
 

@@ -1,6 +1,7 @@
 """Benchmark of the modular-addition and Li2 training steps: the ratios of issue 14, in one run.
 
-  PYTHONPATH=. python launch/bench_modular.py [--steps=50] [--rounds=5] [--torch]
+  PYTHONPATH=. python launch/bench_modular.py [--steps=50] [--rounds=5] [--torch] [--cores=1]
+      [--strategies=auto,all,2,unrolled:2] [--microbatches=2,4,7] [--ops]
 
 Every figure is seconds per full-batch training step (q = 512, Adam + coupled L2, centred MSE,
 compilation excluded) of the trainer's own compiled chunk, the median of `--rounds` rounds in which
@@ -16,6 +17,13 @@ comparison, all vmapped ('all').
    the largest n with a weight mask): S members ÷ (S × 1 member at the largest c);
 4. the same step written plainly in PyTorch (`torch_steps.py`, one member), where a Python with torch
    is found: steps/s and jaxdyn's speed-up.
+
+On d = 23, `--strategies` adds member batchings to the same rounds (an int k: `lax.map` over groups
+of k; 'unrolled:k': the groups written out as independent sub-programs), `--microbatches` the step
+with each member's batch in k parts (`train.microbatches`) for 1 member, all vmapped and groups of 2,
+and `--ops` times each op of the member step alone (`op_timers`), one member against S members as
+vmap batches it, plus two rewrites of the batched scatter-add (a one-hot matmul per member; the member
+axis flattened into the table's rows). `--cores=k` pins the process to k cores (XLA's thread pool).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import platform
 
 from absl import app, flags
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import bench_lib
@@ -39,6 +48,15 @@ _TORCH = flags.DEFINE_boolean('torch', True, 'Also time the plain PyTorch step i
 _HLO = flags.DEFINE_boolean('hlo', False, 'Also print the compiled d = 23 sweep\'s matmuls, gathers, '
                             'scatters and copies, all vmapped and as the trainer runs it.')
 _PARTS = flags.DEFINE_list('parts', ['d23', 'd127', 'li2'], 'Which comparisons to run.')
+_CORES = flags.DEFINE_integer('cores', 0, 'Pin to this many cores, PyTorch with as many threads '
+                              '(0: all cores; PyTorch with 1 and with all threads).')
+_STRATEGIES = flags.DEFINE_list('strategies', [], 'd = 23: more member batchings timed in the same '
+                                'rounds: k (lax.map over groups of k), unrolled:k (groups written '
+                                'out), all, auto.')
+_MICRO = flags.DEFINE_list('microbatches', [], 'd = 23: also time 1 member, all vmapped and groups '
+                           'of 2 with the batch in k microbatches (train.microbatches), each k.')
+_OPS = flags.DEFINE_boolean('ops', False, 'd = 23: time each op of the member step alone, 1 member '
+                            'against S members batched (and two rewrites of the scatter-add).')
 
 
 def modular_task(modulus: int, members: int):
@@ -75,6 +93,103 @@ def sweep_rows(name, one_task, sweep_task, steps, rounds, extra=None):
   return bench_lib.interleaved(timers, rounds), how
 
 
+def op_fns(n: int, q: int, d: int, s: int) -> dict[str, tuple]:
+  """The ops of one member's d-class modular step (n pairs, width q), each as (function of one
+  member, its arguments for one member, a rewrite of the S-member batch or None): what vmap batches
+  when S members run together. The matmuls are the step's three (`bench_lib.step_dots`, same
+  dimension numbers); the scatter-add is the gradient of `jnp.take` as autodiff writes it in the
+  step. Rewrites of the S-member scatter-add: a one-hot matmul (d x n) @ (n x q) per member; the S
+  tables as one (S*d, q) table indexed by member * d + token, through `.at[].add` and through
+  `lax.scatter_add` with the updates already in the scatter's canonical (S*n, 1, q) window form."""
+  k = iter(jax.random.split(jax.random.key(0), 8))
+  h = jax.random.normal(next(k), (n, q))
+  g_nq = jax.random.normal(next(k), (n, q))
+  g_nd = jax.random.normal(next(k), (n, d))
+  w_qd = jax.random.normal(next(k), (q, d))
+  w_dq = jax.random.normal(next(k), (d, q))
+  idx = jax.random.randint(next(k), (n,), 0, d)
+  dot = lambda dims: (lambda a, b: jax.lax.dot_general(a, b, (dims, ((), ()))))
+
+  def scatter(g, a):
+    return jax.vjp(lambda w: jnp.take(w, a, axis=0), jnp.zeros((d, q)))[1](g)[0]
+
+  def scatter_onehot(g, a):
+    return jax.nn.one_hot(a, d, dtype=g.dtype).T @ g
+
+  def flat_rows(a):         # a (S, n) -> (S*n,) rows of the (S*d, q) table
+    return (a + d * jnp.arange(a.shape[0])[:, None]).reshape(-1)
+
+  def scatter_flat(g, a):   # g (S, n, q), a (S, n)
+    return jnp.zeros((a.shape[0] * d, q)).at[flat_rows(a)].add(g.reshape(-1, q)).reshape(-1, d, q)
+
+  def scatter_flat_window(g, a):
+    dims = jax.lax.ScatterDimensionNumbers(update_window_dims=(1, 2), inserted_window_dims=(),
+                                           scatter_dims_to_operand_dims=(0,))
+    return jax.lax.scatter_add(jnp.zeros((a.shape[0] * d, q)), flat_rows(a)[:, None],
+                               g.reshape(-1, 1, q), dims, mode='promise_in_bounds'
+                               ).reshape(-1, d, q)
+
+  def gather_flat(w, a):    # w (S, d, q), a (S, n)
+    return jnp.take(w.reshape(-1, q), flat_rows(a), axis=0).reshape(a.shape[0], -1, q)
+
+  return {
+      f'forward dot ({n},{q})@({q},{d})': (dot(((1,), (0,))), (h, w_qd), None),
+      f'dH dot ({n},{d})@({q},{d})^T': (dot(((1,), (1,))), (g_nd, w_qd), None),
+      f'dW_c dot ({n},{d})^T@({n},{q})': (dot(((0,), (0,))), (g_nd, h), None),
+      f'elementwise h^2, 2h*dH ({n},{q})': (lambda x, g: (x * x, 2 * x * g), (h, g_nq), None),
+      f'gather W[a] ({d},{q})->({n},{q})': (lambda w, a: jnp.take(w, a, axis=0), (w_dq, idx), None),
+      '  rewrite: gather from the (S*d, q) table': (None, (w_dq, idx), gather_flat),
+      f'scatter-add dW[a] ({n},{q})->({d},{q})': (scatter, (g_nq, idx), None),
+      '  rewrite: one-hot matmul (d,n)@(n,q)': (scatter_onehot, (g_nq, idx), None),
+      '  rewrite: (S*d, q) table, .at[].add': (None, (g_nq, idx), scatter_flat),
+      '  rewrite: (S*d, q) table, (S*n,1,q) window': (None, (g_nq, idx), scatter_flat_window),
+  }
+
+
+def op_timers(n: int, q: int, d: int, s: int, reps: int = 200) -> tuple[dict, list, tuple]:
+  """Timers of each `op_fns` op alone (`bench_lib.loop_timer`): '<op> | plain' (one member, no
+  member axis), '<op> | k' for k = 1, 2, 4, ..., S members vmapped (k = 1: a member axis of size 1,
+  as the trainer runs a single member), a rewrite of the batch only at S (and at 1 where it has a
+  single-member form); about `reps` / k evaluations per call, so that every call takes about as
+  long. Returns (timers, op names, the k)."""
+  sizes = tuple(sorted({1, *(2 ** i for i in range(1, s.bit_length()) if 2 ** i < s), s}))
+  timers, names = {}, []
+  for name, (fn, args, batched) in op_fns(n, q, d, s).items():
+    names.append(name)
+    if fn is not None:
+      timers[f'{name} | plain'] = bench_lib.loop_timer(fn, args, reps)
+    for k in sizes if batched is None else (s,):
+      many = tuple(jnp.stack([a] * k) for a in args)
+      timers[f'{name} | {k}'] = bench_lib.loop_timer(batched or jax.vmap(fn), many,
+                                                     max(10, reps // k))
+  return timers, names, sizes
+
+
+def print_ops(t, names: list, sizes: tuple, n: int, q: int) -> None:
+  """The per-op table of `op_timers`' rounds `t`: µs per member with k members at once, and S
+  members' time ÷ one member's (against the plain op and against the op with a member axis of 1;
+  a rewrite's against the op above it)."""
+  s = sizes[-1]
+  print(f'\n  ops of the d=23 member step alone (bench_lib.loop_timer; median of the rounds): wall µs '
+        f'per member, 1 member without a member axis ("plain") and k members vmapped (k = 1: a '
+        f'member axis of 1, as the trainer runs one member); k x ({n}, {q}) f32 = '
+        f'k x {n * q * 4 / 2 ** 20:.2f} MiB per operand; S = {s} members ÷ 1 member, wall (CPU)')
+  print(f'    {"op":44s} {"plain":>7s} ' + ' '.join(f'{f"k={k}":>7s}' for k in sizes) +
+        f' {f"{s} ÷ plain":>14s} {f"{s} ÷ k=1":>14s}')
+  base = None
+  for name in names:
+    if not name.startswith('  '):
+      base = name
+    cells = ' '.join(f'{1e6 * t[f"{name} | {k}"] / (1 if k == "plain" else k):7.1f}'
+                     if f'{name} | {k}' in t else f'{"":7s}' for k in ('plain', *sizes))
+    many, many_cpu = t[f'{name} | {s}'], t.cpu[f'{name} | {s}']
+    ratios = ' '.join(f'{many / t[f"{base} | {k}"]:6.1f}x ({many_cpu / t.cpu[f"{base} | {k}"]:4.1f})'
+                      for k in ('plain', 1))
+    print(f'    {name:44s} {cells} {ratios}')
+  print(f'    ({s}.0x: S members cost S single-member ops; a rewrite\'s ratios are against the op '
+        f'above it)')
+
+
 def _print_torch(t, s: int) -> None:
   """The plain PyTorch line of a sweep's rounds `t` (S = s members), where PyTorch ran."""
   best = bench_lib.TorchSteps.best(t)
@@ -85,11 +200,18 @@ def _print_torch(t, s: int) -> None:
           f'{t["torch"] * s / t["auto"]:.2f}x per member-step in the sweep')
 
 
+def _torch_threads() -> tuple[int, ...]:
+  """PyTorch's thread counts: as many as the pinned cores, or 1 and all when not pinned."""
+  return (bench_lib.cores(),) if _CORES.value else tuple(sorted({1, bench_lib.cores()}))
+
+
 def main(argv):
   del argv
   steps, rounds, parts = _STEPS.value, _ROUNDS.value, _PARTS.value
+  pinned = bench_lib.pin_cores(_CORES.value)
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
-        f'jax {jax.__version__} on {jax.devices()[0].platform}; {bench_lib.load()}')
+        f'jax {jax.__version__} on {jax.devices()[0].platform}; {pinned}; {bench_lib.load()}; '
+        f'XLA_FLAGS={os.environ.get("XLA_FLAGS", "")!r}')
   torch = None
   if _TORCH.value:
     torch = bench_lib.TorchSteps({f'modular_d{d}': torch_case(d) for d in (23, 127)
@@ -98,17 +220,40 @@ def main(argv):
   try:
     if 'd23' in parts:
       s = 8
-      extra = (torch.timers('modular_d23', 10 * steps)
-               if torch is not None and torch.available else None)
-      t, how = sweep_rows('d=23', modular_task(23, 1)[0], modular_task(23, s)[0], 10 * steps,
-                          rounds, extra)
+      extra = (torch.timers('modular_d23', 10 * steps, _torch_threads())
+               if torch is not None and torch.available else {})
+      one23, sweep23 = modular_task(23, 1)[0], modular_task(23, s)[0]
+      for strategy in _STRATEGIES.value:
+        extra[f'members {strategy}'] = bench_lib.sweep_timer(sweep23, 10 * steps, strategy)[0]
+      for k in map(int, _MICRO.value):
+        extra[f'1 member, {k} microbatches'] = bench_lib.sweep_timer(
+            one23, 10 * steps, microbatches=k)[0]
+        for mode in ('all', 2):
+          extra[f'members {mode}, {k} microbatches'] = bench_lib.sweep_timer(
+              sweep23, 10 * steps, mode, microbatches=k)[0]
+      t, how = sweep_rows('d=23', one23, sweep23, 10 * steps, rounds, extra)
       print(f'\nd=23, q=512, n=476 (overhead-bound), {s} members')
       print(f'  1 member: {1 / t["1 member"]:8.1f} steps/s')
       print(f'  {s} members, trainer ({how}): {t["auto"] / t["1 member"]:5.2f} x one member\'s '
             f'step time (goal <= 3)')
       if 'all vmapped' in t:
         print(f'  {s} members, all vmapped: {t["all vmapped"] / t["1 member"]:5.2f} x')
+      for name in t:
+        if name.startswith('members ') or 'microbatches' in name:
+          print(f'  {name.replace("members ", f"{s} members, ")}: {t[name] / t["1 member"]:5.2f} x '
+                f'(CPU time: {t.cpu[name] / t.cpu["1 member"]:5.2f} x; threads busy: CPU/wall = '
+                f'{t.cpu[name] / t[name]:.2f})')
+      print(f'  (CPU time, 1 member: {1e6 * t.cpu["1 member"]:.0f} us per step against '
+            f'{1e6 * t["1 member"]:.0f} us wall, CPU/wall = {t.cpu["1 member"] / t["1 member"]:.2f}; a lower bound on {s} members at the 1-member rate '
+            f'with all {bench_lib.cores()} cores busy: {s} x CPU ÷ cores ÷ wall = '
+            f'{s * t.cpu["1 member"] / bench_lib.cores() / t["1 member"]:.2f} x)')
       _print_torch(t, s)
+      if _OPS.value:
+        n, q = sweep23.data['train_inputs'].shape[1], 512
+        timers, names, sizes = op_timers(n, q, 23, s)
+        print(f'  (ops: timing {len(timers)} programs; {rounds} rounds; {bench_lib.load()})',
+              flush=True)
+        print_ops(bench_lib.interleaved(timers, rounds), names, sizes, n, q)
       if _HLO.value:
         for mode in ('all', 'auto', 1):
           print('  compiled ops, 1 member:' if mode == 1 else f'  compiled ops, {s} members {mode}:')
@@ -122,7 +267,7 @@ def main(argv):
       extra = {'matmul': bench_lib.matmul_timer(),
                'step matmuls alone': bench_lib.matmuls_alone_timer(one127)}
       if torch is not None and torch.available:
-        extra.update(torch.timers('modular_d127', steps))
+        extra.update(torch.timers('modular_d127', steps, _torch_threads()))
       t, how = sweep_rows('d=127', one127, modular_task(127, s)[0], steps, rounds, extra)
       n = 14516
       flops = 6 * n * 512 * 127

@@ -37,7 +37,8 @@ def member_args(num_members):
 
 class OverMembersTest(parameterized.TestCase):
 
-  @parameterized.parameters(None, 1, 2, 3, 6)
+  @parameterized.parameters(None, 1, 2, 3, 6, members.Unrolled(1), members.Unrolled(2),
+                            members.Unrolled(3), members.Unrolled(6))
   def test_groups_equal_the_loop_of_single_members(self, batch):
     args = member_args(6)
     out = jax.jit(members.over_members(member_fn, (0, None, 0, None, 0), batch=batch,
@@ -51,6 +52,30 @@ class OverMembersTest(parameterized.TestCase):
   def test_a_bad_group_size_is_refused(self):
     with self.assertRaisesRegex(ValueError, 'member batch must be >= 1'):
       members.over_members(member_fn, (0, None, 0, None, 0), batch=0, num_members=4)
+    with self.assertRaisesRegex(ValueError, 'must divide the 6 members'):
+      members.over_members(member_fn, (0, None, 0, None, 0), batch=members.Unrolled(4),
+                           num_members=6)
+
+  def test_unrolled_groups_are_independent_sub_programs(self):
+    # no loop in the program: each group's matmul is its own batched dot over 2 members
+    args = member_args(6)
+    fn = members.over_members(member_fn, (0, None, 0, None, 0), batch=members.Unrolled(2),
+                              num_members=6)
+    text = jax.jit(fn).lower(*args).as_text()
+    self.assertNotIn('while', text)
+    looped = jax.jit(members.over_members(member_fn, (0, None, 0, None, 0), batch=2,
+                                          num_members=6)).lower(*args).as_text()
+    self.assertIn('while', looped)
+    self.assertEqual(text.count('stablehlo.dot_general'), 3 * looped.count('stablehlo.dot_general'))
+
+  @parameterized.parameters(('all', None), (3, 3), ('3', 3), ('unrolled:2', members.Unrolled(2)))
+  def test_parse_batch(self, value, expected):
+    self.assertEqual(members.parse_batch(value), expected)
+
+  def test_parse_batch_names_the_choices(self):
+    with self.assertRaisesRegex(ValueError, "member_batch must be 'auto', 'all', an int or "
+                                "'unrolled:<int>'"):
+      members.parse_batch('two')
 
   def test_largest_intermediate_is_read_from_the_jaxpr_inside_scans(self):
     def fn(x):
@@ -84,7 +109,7 @@ class TrainerMemberBatchTest(parameterized.TestCase):
 
   def test_member_groups_train_like_the_vmapped_sweep(self):
     vmapped = self._sweep('all')
-    for batch in (1,):
+    for batch in (1, 'unrolled:2'):
       looped = self._sweep(batch)
       jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=2e-5, atol=1e-6),
                    looped.params, vmapped.params)
@@ -119,7 +144,7 @@ params, step, data, shared, hp = member_args(8)
 params, data, hp = jax.device_put((params, data, hp), mesh_lib.sweep_sharding(mesh))
 outs = [jax.jit(members.over_members(member_fn, (0, None, 0, None, 0), batch=b, num_members=8,
                                      sweep_devices=2, spmd_axis_name='sweep'))(
-            params, step, data, shared, hp) for b in (None, 1, 2)]
+            params, step, data, shared, hp) for b in (None, 1, 2, members.Unrolled(2))]
 for out in outs[1:]:
   jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6), out, outs[0])
 print('OK', outs[1][0]['w'].sharding.spec)

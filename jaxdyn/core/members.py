@@ -6,6 +6,9 @@ core's cache and S members' do not, each op of the batched program streams throu
 more than S single-member ops (measured in docs/benchmarks.md, "Where the vmap tax comes from").
 `over_members(fn, batch=b)` runs `lax.map` over groups of b members instead (each group vmapped), so
 that only b members' intermediates are live at a time; b = 1 is a loop of the single-member program.
+`batch=Unrolled(b)` (`Task.member_batch='unrolled:b'`) writes the groups out in the program instead
+of looping over them: S/b independent sub-programs whose outputs are concatenated, which XLA:CPU's
+thunk executor may run at the same time on different cores (a `lax.map` runs them one after another).
 
 `auto_batch` picks b from the member step's largest intermediate (from its jaxpr, no compile): as many
 members per group as fit `CACHE_BUDGET_BYTES`, all of them when every intermediate is small, one at
@@ -16,9 +19,10 @@ a time when one member's alone is larger than `STREAM_BYTES`; the rules come fro
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 # Bytes of one group's largest intermediate that still run at cache speed: this machine has 1 MiB of
@@ -28,7 +32,31 @@ CACHE_BUDGET_BYTES = 2 * 2 ** 20
 STREAM_BYTES = 16 * 2 ** 20
 
 
-def over_members(fn: Callable, in_axes, *, batch: int | None, num_members: int,
+class Unrolled(NamedTuple):
+  """Groups of `size` members written out as independent sub-programs (not a loop)."""
+  size: int
+
+  def __str__(self) -> str:
+    return f'unrolled groups of {self.size}'
+
+
+def parse_batch(value) -> int | Unrolled | None:
+  """A `Task.member_batch` other than 'auto': 'all' -> None (vmap), k -> k (`lax.map` over groups
+  of k), 'unrolled:k' -> Unrolled(k)."""
+  if value == 'all' or value is None:
+    return None
+  if isinstance(value, Unrolled):
+    return value
+  if isinstance(value, str) and value.startswith('unrolled:'):
+    return Unrolled(int(value[len('unrolled:'):]))
+  try:
+    return int(value)
+  except (TypeError, ValueError):
+    raise ValueError(f"member_batch must be 'auto', 'all', an int or 'unrolled:<int>', "
+                     f'got {value!r}') from None
+
+
+def over_members(fn: Callable, in_axes, *, batch: int | Unrolled | None, num_members: int,
                  sweep_devices: int = 1, spmd_axis_name: str | None = None) -> Callable:
   """`fn` over the leading (member) axis of the arguments with `in_axes == 0`.
 
@@ -36,13 +64,20 @@ def over_members(fn: Callable, in_axes, *, batch: int | None, num_members: int,
   `spmd_axis_name` (sharded over the mesh's sweep devices). Otherwise the members of each sweep
   device run as `lax.map` over groups of `batch` (vmapped within a group); with several sweep devices
   the member axis is split (devices, members per device) and the device axis vmapped.
+  `Unrolled(b)`: the groups of b (vmapped within a group) as independent sub-programs, outputs
+  concatenated; b must divide the members per sweep device.
   Outputs have the leading member axis either way.
   """
   local = num_members // sweep_devices
-  if batch is None or batch >= local:
+  unrolled = isinstance(batch, Unrolled)
+  size = batch.size if unrolled else batch
+  if size is None or size >= local:
     return jax.vmap(fn, in_axes=in_axes, spmd_axis_name=spmd_axis_name)
-  if batch < 1:
-    raise ValueError(f'member batch must be >= 1, got {batch}')
+  if size < 1:
+    raise ValueError(f'member batch must be >= 1, got {size}')
+  if unrolled and local % size:
+    raise ValueError(f'unrolled member groups of {size} must divide the {local} members per sweep '
+                     'device')
   mapped = [i for i, a in enumerate(in_axes) if a == 0]
 
   def run(*args):
@@ -52,7 +87,12 @@ def over_members(fn: Callable, in_axes, *, batch: int | None, num_members: int,
         for i, x in zip(mapped, xs):
           full[i] = x
         return fn(*full)
-      return jax.lax.map(group, tuple(dev_args[i] for i in mapped), batch_size=batch)
+      xs = tuple(dev_args[i] for i in mapped)
+      if not unrolled:
+        return jax.lax.map(group, xs, batch_size=size)
+      outs = [jax.vmap(group)(jax.tree.map(lambda x, g=g: x[g * size:(g + 1) * size], xs))
+              for g in range(local // size)]
+      return jax.tree.map(lambda *parts: jnp.concatenate(parts), *outs)
 
     split = list(args)
     for i in mapped:

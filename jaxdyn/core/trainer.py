@@ -72,7 +72,8 @@ class Task:
   seeds the member's parameters and data order. `shared_data` (a dict, no sweep axis, replicated:
   a text corpus, say) is merged into each member's `data` dict before get_batch and evaluate see it.
   `member_batch`: how the training step runs over the members (`core.members`): 'auto' picks from
-  the step's largest intermediate, 'all' vmaps every member, an int k runs groups of k in a loop.
+  the step's largest intermediate, 'all' vmaps every member, an int k runs groups of k in a loop,
+  'unrolled:k' groups of k as independent sub-programs.
   It changes the program, not the maths.
   """
   init_params: Callable[..., Params]
@@ -300,14 +301,12 @@ def build_chunk_fn(task: Task, mesh, *, microbatches: int = 1, state_sharding=No
 
 
 def member_batch(task: Task, mesh, members, step, data, shared, hparams,
-                 microbatches: int = 1) -> int | None:
+                 microbatches: int = 1) -> int | members_lib.Unrolled | None:
   """The training step's members per group (None: all vmapped) for these (traced or concrete)
   arguments: `task.member_batch`, or with 'auto' `members.auto_batch` of the lean step's largest
   intermediate."""
-  if task.member_batch == 'all':
-    return None
   if task.member_batch != 'auto':
-    return int(task.member_batch)
+    return members_lib.parse_batch(task.member_batch)
   one = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
   largest = members_lib.largest_intermediate_bytes(
       functools.partial(_member_step, task, mesh, False, microbatches), one(members),
