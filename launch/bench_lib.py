@@ -73,19 +73,20 @@ def fixed_batch(task: trainer.Task) -> trainer.Task:
 
 
 def sweep_timer(task: trainer.Task, steps: int, member_batch=None, evaluate: bool = False,
-                microbatches: int = 1) -> tuple[Callable[[], tuple], str]:
+                microbatches: int = 1, sweep_devices: int = 1) -> tuple[Callable[[], tuple], str]:
   """A function timing `steps` training steps of the whole sweep (one dispatch of the trainer's
   chunk: `steps` - 1 lean steps and one with the logged statistics; the task's evaluation only with
   `evaluate`: a forward pass over every evaluation row, which a training step of the PyTorch side
   does not do), compiled and warmed up, returning (wall, CPU) seconds per step; and how its members
   run ('vmap', 'groups of k' or 'unrolled groups of k'). `member_batch` overrides the task's
   ('auto', 'all', an int or 'unrolled:k');
-  `microbatches`: the trainer's gradient accumulation (each member's batch in that many parts)."""
+  `microbatches`: the trainer's gradient accumulation (each member's batch in that many parts);
+  `sweep_devices`: the members sharded over that many devices (a 1-member task stays on one)."""
   if member_batch is not None:
     task = dataclasses.replace(task, member_batch=member_batch)
   if not evaluate:
     task = dataclasses.replace(task, evaluate=None)
-  mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
+  mesh = mesh_lib.make_mesh(task.num_members, sweep_devices if task.num_members > 1 else 1, 1)
   data = jax.device_put(task.data)
   shared = jax.device_put(task.shared_data)
   hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
@@ -321,6 +322,88 @@ def loop_timer(fn: Callable, args: tuple, reps: int, repeats: int = 3
       times.append(((time.perf_counter() - t) / reps, (time.process_time() - cpu) / reps))
     return min(times)
   return run
+
+
+PROFILE_FLAG = '--xla_cpu_enable_xprof_traceme=true'
+
+
+def op_profile(task: trainer.Task, member_batch, steps: int, calls: int = 3
+               ) -> dict[str, tuple[str, str, float]]:
+  """Where the trainer's step spends its time, op by op: `calls` timed calls of `sweep_timer`'s chunk
+  under `jax.profiler` (XLA:CPU writes one trace event per executed thunk when XLA_FLAGS has
+  `PROFILE_FLAG`, set before jax starts), summed per compiled op and divided by the steps:
+  {op name: (kind, output shape, µs per step)}, kinds from the compiled program (`_op_kinds`; loops
+  and calls, which contain other ops, are left out). Per-op times include the profiler's overhead."""
+  run, _ = sweep_timer(task, steps, member_batch)
+  run()
+  tmp = tempfile.mkdtemp(prefix='op_profile_')
+  try:
+    jax.profiler.start_trace(tmp)
+    for _ in range(calls):
+      run()
+    jax.profiler.stop_trace()
+    paths = [os.path.join(d, f) for d, _, fs in os.walk(tmp) for f in fs if f.endswith('.xplane.pb')]
+    data = jax.profiler.ProfileData.from_file(max(paths, key=os.path.getmtime))
+    total: dict[str, float] = {}
+    for plane in data.planes:
+      if not plane.name.startswith('/host:CPU'):
+        continue
+      for line in plane.lines:
+        if not line.name.startswith('tf_XLA'):
+          continue
+        for event in line.events:
+          total[event.name] = total.get(event.name, 0.0) + event.duration_ns
+  finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+  kinds = _op_kinds(task, member_batch, steps)
+  return {name: (*kinds[name], ns / 1e3 / (calls * steps)) for name, ns in total.items()
+          if name in kinds}
+
+
+def _chunk_text(task: trainer.Task, member_batch, steps: int) -> str:
+  """The compiled text of the chunk `sweep_timer(task, steps, member_batch)` times."""
+  task = dataclasses.replace(task, member_batch=member_batch, evaluate=None)
+  mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
+  state = jax.eval_shape(lambda: trainer.init_state(task))
+  hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
+  return trainer.build_chunk_fn(task, mesh).lower(
+      state, task.data, task.shared_data, hparams, n_outer=1, n_inner=steps).compile().as_text()
+
+
+def _op_kinds(task: trainer.Task, member_batch, steps: int) -> dict[str, tuple[str, str]]:
+  """{instruction name: (kind, output shape)} of the instructions of the chunk `sweep_timer(task, steps,
+  member_batch)` compiles (the same program, so the same names): 'matmul' (a dot, or a fusion
+  that holds one), 'gather', 'scatter', 'loop slices' (dynamic-(update-)slice), 'concatenate/slice',
+  'copy', else 'other'."""
+  text = _chunk_text(task, member_batch, steps)
+  bodies, current = {}, None
+  for line in text.splitlines():
+    if line and not line.startswith(' ') and line.rstrip().endswith('{'):
+      current = line.split(' ', 1)[0].lstrip('%')
+      if current == 'ENTRY':
+        current = line.split(' ', 2)[1].lstrip('%')
+      bodies[current] = []
+    elif current is not None:
+      bodies[current].append(line)
+  has_dot = {c for c, lines in bodies.items() if any(' dot(' in l for l in lines)}
+  kinds = {}
+  for lines in bodies.values():
+    for line in lines:
+      line = line.strip().removeprefix('ROOT ')
+      if not line.startswith('%') or ' = ' not in line:
+        continue
+      name, rhs = line.split(' = ', 1)
+      name, shape = name.lstrip('%'), rhs.split(' ', 1)[0]
+      if any(f' {op}(' in rhs for op in ('while', 'call', 'conditional')):
+        continue
+      calls = line.split('calls=%', 1)[1].split(',', 1)[0].split(' ', 1)[0] if 'calls=%' in line else ''
+      kinds[name] = ('matmul' if ' dot(' in line or calls in has_dot else
+                     next((kind for key, kind in _KINDS if key in name), 'other'), shape)
+  return kinds
+
+
+_KINDS = (('gather', 'gather'), ('scatter', 'scatter'), ('dynamic', 'loop slices'),
+          ('concatenate', 'concatenate/slice'), ('slice', 'concatenate/slice'), ('copy', 'copy'))
 
 
 def hlo_ops(task: trainer.Task, member_batch, steps: int = 2) -> dict[str, list[str]]:

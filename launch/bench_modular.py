@@ -55,6 +55,12 @@ _STRATEGIES = flags.DEFINE_list('strategies', [], 'd = 23: more member batchings
                                 'out), all, auto.')
 _MICRO = flags.DEFINE_list('microbatches', [], 'd = 23: also time 1 member, all vmapped and groups '
                            'of 2 with the batch in k microbatches (train.microbatches), each k.')
+_PROFILE = flags.DEFINE_list('profile', [], 'd = 23: profile the step op by op (jax.profiler, '
+                             'bench_lib.op_profile) for 1 member and for these member batchings '
+                             'of the 8 members (e.g. 2,unrolled:2,all): µs per step by kind of op.')
+_SWEEP_DEVICES = flags.DEFINE_integer('sweep_devices', 1, 'd = 23: the --strategies sweeps with '
+                                      'their members sharded over this many CPU devices '
+                                      '(jax_num_cpu_devices), which XLA runs concurrently.')
 _OPS = flags.DEFINE_boolean('ops', False, 'd = 23: time each op of the member step alone, 1 member '
                             'against S members batched (and two rewrites of the scatter-add).')
 
@@ -101,13 +107,10 @@ def op_fns(n: int, q: int, d: int, s: int) -> dict[str, tuple]:
   step. Rewrites of the S-member scatter-add: a one-hot matmul (d x n) @ (n x q) per member; the S
   tables as one (S*d, q) table indexed by member * d + token, through `.at[].add` and through
   `lax.scatter_add` with the updates already in the scatter's canonical (S*n, 1, q) window form."""
-  k = iter(jax.random.split(jax.random.key(0), 8))
-  h = jax.random.normal(next(k), (n, q))
-  g_nq = jax.random.normal(next(k), (n, q))
-  g_nd = jax.random.normal(next(k), (n, d))
-  w_qd = jax.random.normal(next(k), (q, d))
-  w_dq = jax.random.normal(next(k), (d, q))
-  idx = jax.random.randint(next(k), (n,), 0, d)
+  rng = np.random.default_rng(0)
+  normal = lambda *shape: jnp.asarray(rng.standard_normal(shape, np.float32))
+  h, g_nq, g_nd, w_qd, w_dq = normal(n, q), normal(n, q), normal(n, d), normal(q, d), normal(d, q)
+  idx = jnp.asarray(rng.integers(0, d, n, dtype=np.int32))
   dot = lambda dims: (lambda a, b: jax.lax.dot_general(a, b, (dims, ((), ()))))
 
   def scatter(g, a):
@@ -190,6 +193,35 @@ def print_ops(t, names: list, sizes: tuple, n: int, q: int) -> None:
         f'above it)')
 
 
+def print_profile(one, sweep, strategies: list, steps: int, s: int) -> None:
+  """µs per training step by kind of op (`bench_lib.op_profile`), 1 member and the S-member sweep
+  run each of `strategies` ways; the sweep's ÷ (S x the 1 member's) beside it."""
+  profiles = {'1 member': bench_lib.op_profile(one, 'all', steps)}
+  for strategy in strategies:
+    profiles[f'{s} members, {strategy}'] = bench_lib.op_profile(sweep, strategy, steps)
+  by_kind = {}
+  for name, ops in profiles.items():
+    for kind, _, us in ops.values():
+      by_kind.setdefault(kind, {}).setdefault(name, 0.0)
+      by_kind[kind][name] += us
+  print(f'\n  profile of the d=23 step (jax.profiler, one event per executed op; {bench_lib.load()}): '
+        f'µs per step by kind of op; in brackets ÷ ({s} x 1 member)')
+  names = list(profiles)
+  print(f'    {"kind of op":20s}' + ''.join(f'{n:>26s}' for n in names))
+  totals = {n: sum(us for _, _, us in profiles[n].values()) for n in names}
+  rows = sorted(by_kind.items(), key=lambda kv: -max(kv[1].values()))
+  for kind, per in rows + [('all ops', totals)]:
+    one_us = per.get('1 member', 0.0)
+    cells = ''.join(f'{per.get(n, 0.0):12.1f}' + (f' ({per.get(n, 0.0) / (s * one_us):5.2f}x)'
+                                                    if one_us and n != '1 member' else ' ' * 9)
+                    + ' ' * 5 for n in names)
+    print(f'    {kind:20s}{cells}')
+  for name, ops in profiles.items():
+    dots = sorted((us, op, shape) for op, (kind, shape, us) in ops.items() if kind == 'matmul')
+    print(f'    matmuls, {name}: ' + '; '.join(f'{op} {shape} {us:.1f}' for us, op, shape in dots[::-1]
+                                              if us >= 1.0))
+
+
 def _print_torch(t, s: int) -> None:
   """The plain PyTorch line of a sweep's rounds `t` (S = s members), where PyTorch ran."""
   best = bench_lib.TorchSteps.best(t)
@@ -209,6 +241,10 @@ def main(argv):
   del argv
   steps, rounds, parts = _STEPS.value, _ROUNDS.value, _PARTS.value
   pinned = bench_lib.pin_cores(_CORES.value)
+  if _SWEEP_DEVICES.value > 1:   # before jax starts its backend
+    jax.config.update('jax_num_cpu_devices', _SWEEP_DEVICES.value)
+  if _PROFILE.value:   # before jax starts its backend: XLA:CPU then traces every executed op
+    os.environ['XLA_FLAGS'] = f'{os.environ.get("XLA_FLAGS", "")} {bench_lib.PROFILE_FLAG}'.strip()
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
         f'jax {jax.__version__} on {jax.devices()[0].platform}; {pinned}; {bench_lib.load()}; '
         f'XLA_FLAGS={os.environ.get("XLA_FLAGS", "")!r}')
@@ -225,6 +261,9 @@ def main(argv):
       one23, sweep23 = modular_task(23, 1)[0], modular_task(23, s)[0]
       for strategy in _STRATEGIES.value:
         extra[f'members {strategy}'] = bench_lib.sweep_timer(sweep23, 10 * steps, strategy)[0]
+        if _SWEEP_DEVICES.value > 1:
+          extra[f'members {strategy} over {_SWEEP_DEVICES.value} devices'] = bench_lib.sweep_timer(
+              sweep23, 10 * steps, strategy, sweep_devices=_SWEEP_DEVICES.value)[0]
       for k in map(int, _MICRO.value):
         extra[f'1 member, {k} microbatches'] = bench_lib.sweep_timer(
             one23, 10 * steps, microbatches=k)[0]
@@ -254,6 +293,8 @@ def main(argv):
         print(f'  (ops: timing {len(timers)} programs; {rounds} rounds; {bench_lib.load()})',
               flush=True)
         print_ops(bench_lib.interleaved(timers, rounds), names, sizes, n, q)
+      if _PROFILE.value:
+        print_profile(one23, sweep23, _PROFILE.value, 10 * steps, s)
       if _HLO.value:
         for mode in ('all', 'auto', 1):
           print('  compiled ops, 1 member:' if mode == 1 else f'  compiled ops, {s} members {mode}:')

@@ -1,5 +1,6 @@
-"""Tests for the benchmarks' shared helpers (launch/bench_lib.py): the matmul count of a step and the
-fixed-batch task the PyTorch comparison uses."""
+"""Tests for the benchmarks' shared helpers (launch/bench_lib.py): the matmul count of a step, the
+fixed-batch task the PyTorch comparison uses, the op loop of `--ops` and the op kinds of
+`--profile`; and that bench_modular.py's rewrites of the batched ops compute what vmap computes."""
 
 import os
 import sys
@@ -11,6 +12,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 'launch'))
 import bench_lib  # noqa: E402
+import bench_modular  # noqa: E402
 from jaxdyn.experiments import modular_addition  # noqa: E402
 
 
@@ -47,6 +49,45 @@ class BenchLibTest(absltest.TestCase):
     for step in (0, 7):
       got = fixed.get_batch(data, step, key)
       jax.tree.map(np.testing.assert_array_equal, got, first)
+
+  def test_loop_timer_evaluates_the_op(self):
+    calls = []
+    def op(x):
+      jax.debug.callback(lambda: calls.append(1))
+      return x * 2.0
+    timer = bench_lib.loop_timer(op, (np.ones(3, np.float32),), reps=4, repeats=2)
+    calls.clear()
+    wall, cpu = timer()
+    self.assertLen(calls, 2 * 4)   # `repeats` calls of `reps` evaluations, none hoisted out
+    self.assertGreater(wall, 0.0)
+    self.assertGreaterEqual(cpu, 0.0)
+
+  def test_op_kinds_of_the_modular_step(self):
+    task = _modular_task(modulus=7, hidden=16)
+    kinds = bench_lib._op_kinds(task, 'all', steps=3)
+    named = {kind for kind, _ in kinds.values()}
+    self.assertContainsSubset({'matmul', 'gather', 'scatter'}, named)
+    # the loops (their trace events contain the other ops' time) are left out
+    loops = [line.split(' = ', 1)[0].strip().removeprefix('ROOT ').lstrip('%')
+             for line in bench_lib._chunk_text(task, 'all', 3).splitlines()
+             if ' while(' in line and ' = ' in line]
+    self.assertNotEmpty(loops)
+    self.assertFalse(set(loops) & set(kinds))
+
+  def test_batched_op_rewrites_equal_the_vmapped_op(self):
+    n, q, d, s = 12, 8, 5, 3
+    base = None
+    for name, (fn, args, batched) in bench_modular.op_fns(n, q, d, s).items():
+      if not name.startswith('  '):   # an op as the step has it; the rewrites of it follow
+        base = fn
+        continue
+      rng = np.random.default_rng(len(name))
+      many = tuple(rng.integers(0, d, (s, *a.shape), dtype=np.int32) if a.dtype == np.int32 else
+                   rng.standard_normal((s, *a.shape), np.float32) for a in args)
+      got = jax.jit(batched or jax.vmap(fn))(*many)
+      want = jax.jit(jax.vmap(base))(*many)
+      jax.tree.map(lambda a, b, name=name: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5,
+                                                                      err_msg=name), got, want)
 
 
 if __name__ == '__main__':
