@@ -6,7 +6,8 @@
 
 One program per grid cell (the tree shapes differ); writes DIR/table1.md with NCorr(s=0), NCorr(s=1)
 mean ± std over seeds after training, beside the same model at random initialisation (step 0)
-(`jaxdyn.experiments.joma_hierarchical.table1_*`).
+(`jaxdyn.experiments.joma_hierarchical.table1_*`), DIR/table1_published.md beside the slide's
+Table 1 (`TABLE1_PUBLISHED`) and DIR/table1.png (`table1_figure`).
 """
 
 import os
@@ -47,6 +48,9 @@ def main(argv):
     table = lib.table1_markdown(rows)
     print(table.splitlines()[-1], flush=True)
     results.write_markdown(os.path.join(_WORKDIR.value, 'table1.md'), table)
+    results.write_markdown(os.path.join(_WORKDIR.value, 'table1_published.md'),
+                           lib.table1_published_markdown(rows))
+  print(lib.table1_figure(rows, os.path.join(_WORKDIR.value, 'table1.png')))
 
 
 if __name__ == '__main__':

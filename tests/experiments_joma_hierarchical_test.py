@@ -165,6 +165,22 @@ class Table1Test(absltest.TestCase):
     line = joma_hierarchical.table1_markdown([joma_hierarchical.table1_row(one_seed, config)])
     self.assertIn(f'| {s0[-1, 0]:.2f} ± 0.00 |', line)   # one seed: std shown as 0
 
+    # Beside the published table: the slide's values for this cell, the rise beyond the control.
+    specific = (s1[-1] - s1[0]) - (c1[-1] - c1[0])
+    self.assertAlmostEqual(row['specific_s1'], specific.mean())
+    published = joma_hierarchical.table1_published_markdown([row]).splitlines()
+    self.assertEqual(len(published), 3)
+    self.assertTrue(published[2].startswith(
+        f'| 20 | 3 | (10, 20) | 1.00 ± 0.00 | {mean_std(s0[-1])} | {mean_std(s0[0])} | 0.69 ± 0.05 '
+        f'| {mean_std(s1[-1])} |'), published[2])
+    self.assertIn(f'| {mean_std(specific)} | {s1[-1].mean() - 0.69:+.2f} |', published[2])
+    with tempfile.TemporaryDirectory() as d:
+      path = joma_hierarchical.table1_figure([row, row], os.path.join(d, 't1.png'))
+      self.assertGreater(os.path.getsize(path), 1000)
+
+  def test_published_table_covers_the_grid(self):
+    self.assertEqual(set(joma_hierarchical.TABLE1_PUBLISHED), set(joma_hierarchical.TABLE1_GRID))
+
 
 if __name__ == '__main__':
   absltest.main()

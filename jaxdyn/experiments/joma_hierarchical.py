@@ -35,6 +35,7 @@ import os
 import jax
 import jax.numpy as jnp
 import ml_collections
+import numpy as np
 import optax
 
 from jaxdyn.analysis import joma
@@ -247,7 +248,8 @@ TABLE1_METRICS = ('ncorr_s0', 'ncorr_s1', 'control_s0', 'control_s1', 'accuracy'
 def table1_row(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> results.Row:
   """A cell's row: C, N_ch, N0, N1, wall_s and, over seeds (`results.over_seeds`: mean, std, sem, n),
   each of `TABLE1_METRICS` after training (`<name>`) and at initialisation (`<name>_init`, step 0),
-  and the paired rises of NCorr (`delta_s0`, `delta_s1`: trained − init per seed)."""
+  and the paired rises of NCorr (`delta_s0`, `delta_s1`: trained − init per seed), and `specific_s1`:
+  the rise of NCorr(s=1) minus the rise of its class-permuted control, per seed."""
   names = [f'eval/{n}' for n in TABLE1_METRICS]
   trained = results.final_rows(result.history, result.members, names, step_index=-1)
   init = results.final_rows(result.history, result.members, names, step_index=0)
@@ -256,6 +258,7 @@ def table1_row(result: trainer.TrainResult, config: ml_collections.ConfigDict) -
     member = {n: t[f'eval/{n}'] for n in TABLE1_METRICS}
     member.update({f'{n}_init': i[f'eval/{n}'] for n in TABLE1_METRICS})
     member.update({f'delta_s{s}': t[f'eval/ncorr_s{s}'] - i[f'eval/ncorr_s{s}'] for s in (0, 1)})
+    member['specific_s1'] = member['delta_s1'] - (member['control_s1'] - member['control_s1_init'])
     members.append(member)
   d = config.data
   row = {'C': d.num_classes, 'N_ch': d.num_children, 'N0': d.n0, 'N1': d.n1,
@@ -294,3 +297,73 @@ def table1_markdown(rows: list[results.Row]) -> str:
   """Table 1 as markdown, a line per `table1_row`: NCorr mean ± std over seeds trained and at init,
   the paired rises, the controls' seed means (trained / init), train accuracy and wall seconds."""
   return results.markdown_table(rows, TABLE1_COLUMNS)
+
+
+# The published Table 1 (shared/seeds/002, slide "Verification of Hierarchical Intuitions", "Table 1:
+# Normalized correlation between the latents and their best matched hidden node in MLP of the same
+# layer. All experiments are run with 5 random seeds."): (C, N_ch, (N0, N1)) -> ((NCorr s=0 mean, std),
+# (NCorr s=1 mean, std)); the ± is pandas' std over the 5 seeds (the reference's draw_table_1.py).
+TABLE1_PUBLISHED = {
+    (20, 2, (10, 20)): ((0.99, 0.01), (0.81, 0.05)), (20, 2, (20, 30)): ((0.97, 0.02), (0.80, 0.05)),
+    (20, 3, (10, 20)): ((1.00, 0.00), (0.69, 0.05)), (20, 3, (20, 30)): ((0.96, 0.02), (0.68, 0.04)),
+    (30, 2, (10, 20)): ((0.99, 0.01), (0.73, 0.08)), (30, 2, (20, 30)): ((0.94, 0.04), (0.74, 0.03)),
+    (30, 3, (10, 20)): ((0.99, 0.01), (0.72, 0.04)), (30, 3, (20, 30)): ((0.95, 0.03), (0.66, 0.02)),
+    (50, 2, (10, 20)): ((0.99, 0.01), (0.58, 0.02)), (50, 2, (20, 30)): ((0.95, 0.03), (0.55, 0.01)),
+    (50, 3, (10, 20)): ((0.99, 0.01), (0.64, 0.02)), (50, 3, (20, 30)): ((0.95, 0.03), (0.61, 0.04)),
+}
+
+
+def _cell(row: results.Row) -> tuple:
+  return (row['C'], row['N_ch'], (row['N0'], row['N1']))
+
+
+def _published(s: int):
+  def cell(row: results.Row) -> str:
+    mean, std = TABLE1_PUBLISHED[_cell(row)][s]
+    return f'{mean:.2f} ± {std:.2f}'
+  return cell
+
+
+TABLE1_PUBLISHED_COLUMNS = {
+    'C': 'C', 'N_ch': 'N_ch', '(N0, N1)': TABLE1_COLUMNS['(N0, N1)'],
+    'published s=0': _published(0), 'ours s=0 trained': _mean_std('ncorr_s0'),
+    's=0 at init': _mean_std('ncorr_s0_init'),
+    'published s=1': _published(1), 'ours s=1 trained': _mean_std('ncorr_s1'),
+    's=1 at init': _mean_std('ncorr_s1_init'), 'Δ s=1 (paired)': _mean_std('delta_s1'),
+    'control s=1 trained / init': _trained_init('control_s1'),
+    'Δ s=1 − Δ control s=1 (paired)': _mean_std('specific_s1'),
+    'ours − published s=1': lambda row: f'{row["ncorr_s1"] - TABLE1_PUBLISHED[_cell(row)][1][0]:+.2f}',
+    'train acc': TABLE1_COLUMNS['train acc'],
+}
+
+
+def table1_published_markdown(rows: list[results.Row]) -> str:
+  """Table 1 beside the published one (`TABLE1_PUBLISHED`), a line per `table1_row`: NCorr mean ± std
+  over seeds (the published statistic) trained and at init, the paired rise of NCorr(s=1), its
+  control, the rise beyond the control's, and ours minus the published NCorr(s=1)."""
+  return results.markdown_table(rows, TABLE1_PUBLISHED_COLUMNS)
+
+
+def table1_figure(rows: list[results.Row], path: str, *, title: str = '') -> str:
+  """NCorr(s=1) per grid cell: published mean ± std (black), ours trained (mean ± std over seeds),
+  ours at initialisation and the class-permuted control trained (seed means); a second panel the
+  same for s=0. Returns the path written."""
+  fig, axes = figures.plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, layout='constrained')
+  x = np.arange(len(rows))
+  labels = [f"C{r['C']} Nch{r['N_ch']}\n({r['N0']},{r['N1']})" for r in rows]
+  for ax, s in zip(axes, (1, 0)):
+    published = np.array([TABLE1_PUBLISHED[_cell(r)][s] for r in rows])
+    ax.errorbar(x - 0.15, published[:, 0], published[:, 1], fmt='ks', ms=5, capsize=3,
+                label='published (d 1024, 5 seeds)')
+    ax.errorbar(x + 0.05, [r[f'ncorr_s{s}'] for r in rows], [r[f'ncorr_s{s}/std'] for r in rows],
+                fmt='o', color='tab:blue', ms=5, capsize=3, label='ours, trained')
+    ax.plot(x + 0.05, [r[f'ncorr_s{s}_init'] for r in rows], '_', color='0.4', ms=14, mew=2,
+            label='ours, at init')
+    ax.plot(x + 0.2, [r[f'control_s{s}'] for r in rows], 'v', color='tab:orange', ms=5,
+            label='ours, permuted-latent control, trained')
+    ax.set(ylabel=f'NCorr (s = {s})')
+    ax.grid(alpha=0.3)
+  axes[0].legend(fontsize=7, ncol=2)
+  axes[1].set_xticks(x, labels, fontsize=7)
+  fig.suptitle(title or 'JoMA Table 1: ours against the published values', fontsize=10)
+  return figures.save(fig, path)
