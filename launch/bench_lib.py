@@ -360,9 +360,11 @@ def op_profile(task: trainer.Task, member_batch, steps: int, calls: int = 3
           if name in kinds}
 
 
-def _chunk_text(task: trainer.Task, member_batch, steps: int) -> str:
-  """The compiled text of the chunk `sweep_timer(task, steps, member_batch)` times."""
-  task = dataclasses.replace(task, member_batch=member_batch, evaluate=None)
+def _chunk_text(task: trainer.Task, member_batch, steps: int, with_evaluate: bool = False) -> str:
+  """The compiled text of the chunk `sweep_timer(task, steps, member_batch)` times (with the task's
+  evaluation too if `with_evaluate`)."""
+  task = dataclasses.replace(task, member_batch=member_batch,
+                             **({} if with_evaluate else {'evaluate': None}))
   mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
   state = jax.eval_shape(lambda: trainer.init_state(task))
   hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
@@ -409,12 +411,7 @@ _KINDS = (('gather', 'gather'), ('scatter', 'scatter'), ('dynamic', 'loop slices
 def hlo_ops(task: trainer.Task, member_batch, steps: int = 2) -> dict[str, list[str]]:
   """The compiled chunk's matmuls, gathers, scatters and copies (kind -> output shapes, with each
   dot's batch dimensions), from `compile().as_text()`: what the member axis did to the program."""
-  task = dataclasses.replace(task, member_batch=member_batch)
-  mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
-  state = jax.eval_shape(lambda: trainer.init_state(task))
-  hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
-  text = trainer.build_chunk_fn(task, mesh).lower(
-      state, task.data, task.shared_data, hparams, n_outer=1, n_inner=steps).compile().as_text()
+  text = _chunk_text(task, member_batch, steps, with_evaluate=True)
   out: dict[str, list[str]] = {}
   for line in text.splitlines():
     line = line.strip()
