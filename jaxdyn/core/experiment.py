@@ -74,6 +74,41 @@ Variant = Callable[[ml_collections.ConfigDict], None]
 
 
 @dataclasses.dataclass(frozen=True)
+class Parts:
+  """Where one experiment's pieces live, as paths from the repository root.
+
+  The experiment module (`jaxdyn/experiments/<name>.py`), its config (`configs/<name>.py`) and its
+  test (`tests/experiments_<name>_test.py`) follow from the name and are not listed. The registry
+  test checks that every path exists, and docs/architecture.md's table is generated from these.
+
+  models, data, analysis  the modules the experiment wires together (`jaxdyn/<layer>/<module>.py`)
+  optim                   optimizers beyond `optim/factory.py`
+  studies                 multi-run studies over the experiment (`jaxdyn/studies/<module>.py`)
+  launch                  entry points beyond `launch/train.py` (`launch/<script>.py`)
+  benchmarks              timing scripts (`benchmarks/<script>.py`)
+  notebooks               `docs/notebooks/<name>.ipynb`
+  docs                    the experiment's reference page (`docs/experiments/<name>.md`)
+  """
+  models: tuple[str, ...] = ()
+  data: tuple[str, ...] = ()
+  analysis: tuple[str, ...] = ()
+  optim: tuple[str, ...] = ()
+  studies: tuple[str, ...] = ()
+  launch: tuple[str, ...] = ()
+  benchmarks: tuple[str, ...] = ()
+  notebooks: tuple[str, ...] = ()
+  docs: str = ''
+
+  def paths(self) -> tuple[str, ...]:
+    """Every path named, in field order."""
+    named = []
+    for field in dataclasses.fields(self):
+      value = getattr(self, field.name)
+      named.extend([value] if isinstance(value, str) else value)
+    return tuple(p for p in named if p)
+
+
+@dataclasses.dataclass(frozen=True)
 class Experiment:
   """One experiment: its config schema and variants, value checks, task and report (module doc)."""
   name: str
@@ -82,6 +117,7 @@ class Experiment:
   check: Callable[[ml_collections.ConfigDict], None]
   build_task: Callable[[ml_collections.ConfigDict], trainer.Task]
   report: Callable[[trainer.TrainResult, ml_collections.ConfigDict], Any] | None = None
+  parts: Parts = Parts()
 
   @property
   def variant_names(self) -> tuple[str, ...]:
