@@ -7,18 +7,15 @@
 Trains each variant in `<workdir>/<variant>` (its streaming.md, streaming.json and figures there),
 then prints and writes `<workdir>/table.md` (streaming perplexity for every cache k+(C−k) and the
 baselines, per variant, beside the paper's 160M row) and `<workdir>/perplexity_by_position.png`
-(made by `jaxdyn.experiments.attention_sinks.compare_variants`).
+(made by `jaxdyn.studies.attention_sinks_variants.compare_variants`).
 """
 
-import os
-
 from absl import app, flags
-import ml_collections
 from ml_collections import config_flags
 import numpy as np
 
-from jaxdyn.experiments import attention_sinks as lib
 from jaxdyn.models import attention_sinks as model_lib
+from jaxdyn.studies import attention_sinks_variants as study
 
 _CONFIG = config_flags.DEFINE_config_file('config', 'configs/attention_sinks.py',
                                           'Experiment config (its variant is overridden).')
@@ -32,14 +29,13 @@ flags.mark_flag_as_required('workdir')
 
 def main(argv):
   del argv
+  variants = tuple(_VARIANTS.value)
   if not _STATS_ONLY.value:
-    print(lib.compare_variants(_CONFIG.value, _WORKDIR.value, tuple(_VARIANTS.value)))
+    print(study.compare_variants(_CONFIG.value, _WORKDIR.value, variants))
     return
   np.set_printoptions(precision=2, suppress=True)
-  for variant in _VARIANTS.value:
-    config = ml_collections.ConfigDict(_CONFIG.value.to_dict())
-    config.variant = variant
-    stats = lib.checkpoint_sink_metrics(config, os.path.join(_WORKDIR.value, variant))
+  for variant, stats in study.checkpoint_statistics(_CONFIG.value, _WORKDIR.value,
+                                                    variants).items():
     print(f'{variant}: max α₀ per seed {stats["first_token_attention"].max(axis=(1, 2))}, '
           f'sink score {stats["sink_score"]}')
     for name in ('hidden_norm_ratio', 'hidden_max_ratio', 'value_norm_ratio'):

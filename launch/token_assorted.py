@@ -13,7 +13,7 @@ seeds; codebook usage; the paper's numbers). Figures are in `<workdir>/figures`,
 from absl import app, flags
 from ml_collections import config_flags
 
-from jaxdyn.experiments import token_assorted as lib
+from jaxdyn.studies import token_assorted_comparison as study
 
 _CONFIG = config_flags.DEFINE_config_file('config', 'configs/token_assorted.py',
                                           'Experiment config.')
@@ -24,7 +24,7 @@ flags.mark_flag_as_required('workdir')
 
 def main(argv):
   del argv
-  print(lib.run_comparison(_CONFIG.value, _WORKDIR.value, _FIGURES_DIR.value))
+  print(study.run_comparison(_CONFIG.value, _WORKDIR.value, _FIGURES_DIR.value))
 
 
 if __name__ == '__main__':

@@ -1,5 +1,8 @@
 """core.experiment: shared config groups, variants, checks and the one run path."""
 
+import dataclasses
+import os
+
 from absl.testing import absltest
 import jax.numpy as jnp
 import ml_collections
@@ -107,6 +110,49 @@ class ExperimentTest(absltest.TestCase):
     self.assertEqual(get_config('short').train.steps, 2)
     self.assertIsNotNone(check_config)
     self.assertIsNotNone(run)
+
+
+
+def _second_stage_task(c, done):
+  """The toy again, its targets the first stage's final b plus 1 (per member)."""
+  targets = np.asarray(done['first'].params['b']) + 1
+  return dataclasses.replace(build_task(c), data={'target': targets})
+
+
+STAGED_REPORTS = []
+STAGED = experiment.Experiment(
+    name='staged', schema=schema, variants={}, check=check,
+    stages=(experiment.Stage('first', lambda c, done: build_task(c),
+                             lambda c: trainer.Schedule(steps=2, eval_every=1, checkpoint_every=2,
+                                                        steps_per_dispatch=2, keep_checkpoints=1)),
+            experiment.Stage('second', _second_stage_task)),
+    report=lambda result, config, first: STAGED_REPORTS.append((result.workdir, first.workdir)))
+
+
+class StagesTest(absltest.TestCase):
+
+  def test_stages_train_in_turn_each_from_the_last_and_report_once(self):
+    workdir = self.create_tempdir().full_path
+    result = STAGED.train_and_evaluate(STAGED.get_config(), workdir)
+    first_dir = os.path.join(workdir, 'first')
+    self.assertEqual(STAGED_REPORTS[-1], (workdir, first_dir))
+    # first stage, its own schedule: 2 steps of b <- b - lr (b - y), y = 1, 2: b = y (1 - 0.5^2)
+    b1 = np.array([1.0, 2.0]) * (1 - 0.5 ** 2)
+    np.testing.assert_allclose(checkpoint.load_params(first_dir, step=2)['b'], b1, rtol=1e-6)
+    # second stage, the config's schedule (6 steps) towards b1 + 1, in the workdir itself
+    self.assertEqual(result.workdir, workdir)
+    np.testing.assert_allclose(result.params['b'], (b1 + 1) * (1 - 0.5 ** 6), rtol=1e-6)
+    np.testing.assert_array_equal(checkpoint.load_params(workdir, step=6)['b'], result.params['b'])
+    reloaded = STAGED.train_stages(STAGED.get_config(), workdir)   # finished: nothing retrained
+    self.assertEqual(list(reloaded), ['first', 'second'])
+    np.testing.assert_array_equal(reloaded['second'].params['b'], result.params['b'])
+
+  def test_build_task_or_stages_one_of_them(self):
+    with self.assertRaisesRegex(TypeError, 'build_task or stages'):
+      experiment.Experiment(name='none', schema=schema, variants={}, check=check)
+    with self.assertRaisesRegex(TypeError, 'build_task or stages'):
+      experiment.Experiment(name='both', schema=schema, variants={}, check=check,
+                            build_task=build_task, stages=STAGED.stages)
 
 
 if __name__ == '__main__':

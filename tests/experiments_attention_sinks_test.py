@@ -13,13 +13,13 @@ from jaxdyn.experiments import attention_sinks as lib
 
 class AttentionSinksExperimentTest(parameterized.TestCase):
 
-  def test_tiny_comparison_end_to_end(self):
-    # One variant through the study: training, the run's report and the comparison table.
+  def test_tiny_run_end_to_end(self):
+    # One variant: training and the run's report.
     workdir = self.create_tempdir().full_path
     config = lib.get_config('tiny')
-    markdown = lib.compare_variants(config, workdir, variants=('sink_token',))
-    run = os.path.join(workdir, 'sink_token')
-    with open(os.path.join(run, 'streaming.json'), encoding='utf-8') as f:
+    config.variant = 'sink_token'
+    lib.train_and_evaluate(config, workdir)
+    with open(os.path.join(workdir, 'streaming.json'), encoding='utf-8') as f:
       summary = json.load(f)
     names = ['0+8', '1+7', '2+6', '4+4', 'recompute', 'dense']
     self.assertEqual(lib.eval_names(config), names)
@@ -30,16 +30,18 @@ class AttentionSinksExperimentTest(parameterized.TestCase):
     self.assertLen(summary['final_first_token_attention'], 2)   # seeds × layers × heads
     self.assertEqual(np.shape(summary['final_first_token_attention']), (2, 2, 2))
     np.testing.assert_allclose(summary['final_virtual_sink_mass'], 0, atol=1e-5)   # softmax
-    for name in ('perplexity_by_position', 'first_token_attention', 'attention_maps', 'curves'):
-      self.assertTrue(os.path.exists(os.path.join(run, 'figures', f'{name}.png')), name)
-    self.assertTrue(os.path.exists(os.path.join(workdir, 'perplexity_by_position.png')))
-    self.assertIn('| sink_token |', markdown)
-    self.assertIn('1235 / 18.01 / 18.01 / 18.02', markdown)   # the paper's row beside ours
+    for name in ('perplexity_by_position', 'first_token_attention', 'attention_maps',
+                 'activation_profile', 'curves'):
+      self.assertTrue(os.path.exists(os.path.join(workdir, 'figures', f'{name}.png')), name)
+    self.assertTrue(os.path.exists(os.path.join(workdir, 'streaming.md')))
     # Golden number: the initial held-out loss of seed 0 (the KJV bytes and the init are fixed;
     # update only if the tiny config, the decoder's init or the data split change on purpose).
-    history = json.loads(open(os.path.join(run, 'metrics.jsonl'), encoding='utf-8').readline())
+    history = json.loads(open(os.path.join(workdir, 'metrics.jsonl'), encoding='utf-8').readline())
     self.assertEqual(history['step'], 0)
     self.assertAlmostEqual(history['eval/loss'], 6.1740, delta=1e-3)
+    # The statistics of the saved checkpoint are those the report wrote.
+    stats = lib.checkpoint_sink_metrics(config, workdir)
+    np.testing.assert_allclose(stats['sink_score'], summary['final_sink_score'], rtol=1e-6)
 
   def test_streams_are_length_factor_times_the_cache(self):
     config = lib.get_config('tiny')

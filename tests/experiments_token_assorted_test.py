@@ -1,5 +1,6 @@
-"""The token_assorted experiment: the :tiny variant end to end (both stages), a golden number, the
-members and their formats, and bad configs refused naming the field."""
+"""The token_assorted experiment: the :tiny variant end to end (both stages, through
+`Experiment.train_and_evaluate`), a golden number, the members and their formats, and bad configs
+refused naming the field."""
 
 import json
 import os
@@ -21,6 +22,8 @@ class TinyRunTest(absltest.TestCase):
     cls.config = token_assorted.get_config('tiny')
     cls.workdir = tempfile.mkdtemp()
     cls.result = token_assorted.train_and_evaluate(cls.config, cls.workdir)
+    # Both stages are finished: this reloads them (no training) and gives stage 1's result too.
+    cls.stages = token_assorted.EXPERIMENT.train_stages(cls.config, cls.workdir)
 
   def test_members_are_modes_times_seeds(self):
     members = self.result.members
@@ -57,11 +60,11 @@ class TinyRunTest(absltest.TestCase):
   def test_golden_vqvae_initial_loss(self):
     # Step-0 held-out loss of the seed-0 VQ-VAE (its initial params on the held-out chunks). It only
     # changes when the data, the VQ-VAE's init or its loss change; update it then, with the reason.
-    loss0 = self.result.vqvae.history['eval/loss'][0, 0]
+    loss0 = self.stages['vqvae'].history['eval/loss'][0, 0]
     self.assertAlmostEqual(float(loss0), GOLDEN_VQVAE_LOSS0, places=4)
 
   def test_codes_are_frozen_per_seed(self):
-    frozen = token_assorted.frozen_codes(self.config, self.result.vqvae.params)
+    frozen = token_assorted.frozen_codes(self.config, self.stages['vqvae'].params)
     n_chunks = self.config.data.num_digits // self.config.data.chunk_len
     self.assertEqual(frozen['train_codes'].shape,
                      (self.config.num_seeds, self.config.data.num_train, n_chunks))
@@ -69,9 +72,13 @@ class TinyRunTest(absltest.TestCase):
                      (self.config.num_seeds, self.config.vqvae.num_codes,
                       self.config.data.chunk_len))
 
-  def test_experiment_object_refuses_one_stage_run(self):
-    with self.assertRaisesRegex(NotImplementedError, 'two Tasks'):
-      token_assorted.EXPERIMENT.train_and_evaluate(self.config, tempfile.mkdtemp())
+  def test_stages_reload_where_they_were_trained(self):
+    self.assertEqual(list(self.stages), ['vqvae', 'decoder'])
+    self.assertEqual(self.stages['vqvae'].workdir, os.path.join(self.workdir, 'vqvae'))
+    self.assertEqual(self.stages['decoder'].workdir, self.workdir)
+    self.assertEqual(self.stages['vqvae'].history['step'][-1], self.config.vqvae.steps)
+    np.testing.assert_array_equal(self.stages['decoder'].history['eval/accuracy'],
+                                  self.result.history['eval/accuracy'])
 
 
 GOLDEN_VQVAE_LOSS0 = 3.492913

@@ -1,13 +1,19 @@
-"""What Token Assorted's toy reports beside accuracy: how the frozen codebook is used, how faithful
-the codes are, and how long the generated traces are (Su et al. 2025; talk slides "Better Performance",
-"Shorter CoT").
+"""Token Assorted's toy beyond accuracy (Su et al. 2025; talk slides "Better Performance", "Shorter
+CoT"): how the frozen codebook is used, how faithful the codes are, how long the generated traces
+are; and the report's table and figures (accuracy and trace length by mode, codebook use).
 
-Shapes: M chunks, L tokens per chunk, K codes.
+Shapes: M chunks, L tokens per chunk, K codes, Sd seeds.
 """
 
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 import numpy as np
+
+from jaxdyn.core import figures
+from jaxdyn.core import results
+from jaxdyn.core.figures import plt
 
 
 def codebook_stats(chunks_MxL: np.ndarray, codes_M: np.ndarray, table_KxL: np.ndarray) -> dict:
@@ -39,3 +45,66 @@ def codebook_stats(chunks_MxL: np.ndarray, codes_M: np.ndarray, table_KxL: np.nd
 def shortening(trace_len: float, full_len: float) -> float:
   """Relative trace shortening 1 − len / len_full (the "Shorter CoT" slide's ↓ %, as a fraction)."""
   return 1.0 - trace_len / full_len
+
+
+MODE_COLORS = {'no_cot': '0.6', 'cot': 'tab:blue', 'latent': 'tab:orange'}
+
+
+def plot_comparison(by_mode: Mapping[str, Mapping[str, Mapping]], path: str, num_seeds: int,
+                    steps: int) -> str:
+  """Bars of held-out accuracy and generated trace tokens by mode (mean ± sem over seeds, a dot
+  per seed); `by_mode` is the summary's {mode: {metric: {'mean', 'sem', 'values'}}}."""
+  modes = list(by_mode)
+  fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout='constrained')
+  for ax, key, label in ((axes[0], 'accuracy', 'held-out answer accuracy'),
+                         (axes[1], 'trace_len', 'generated trace tokens')):
+    means = [by_mode[m][key]['mean'] for m in modes]
+    sems = [np.nan_to_num(by_mode[m][key]['sem']) for m in modes]
+    ax.bar(modes, means, yerr=sems, capsize=4, color=[MODE_COLORS[m] for m in modes])
+    for i, m in enumerate(modes):
+      ax.scatter([i] * len(by_mode[m][key]['values']), by_mode[m][key]['values'],
+                 color='k', s=8, zorder=3)
+    ax.set_ylabel(label)
+    ax.grid(alpha=0.3, axis='y')
+  fig.suptitle(f'mean ± sem over {num_seeds} seeds (dots: seeds), {steps} steps each', fontsize=9)
+  return figures.save(fig, path)
+
+
+def plot_codebook(codes_by_seed: Sequence[np.ndarray], num_codes: int, seeds: Sequence[int],
+                  path: str) -> str:
+  """Per seed, the share of training chunks given to each code, codes sorted by that share."""
+  fig, ax = plt.subplots(figsize=(6, 3), layout='constrained')
+  for codes, seed in zip(codes_by_seed, seeds):
+    counts = np.bincount(np.asarray(codes).reshape(-1), minlength=num_codes)
+    ax.plot(np.sort(counts)[::-1] / counts.sum(), marker='.', label=f'seed {seed}')
+  ax.set_xlabel('code rank')
+  ax.set_ylabel('share of training chunks')
+  ax.set_title(f'codebook use, K={num_codes}', fontsize=9)
+  ax.legend(fontsize=7)
+  ax.grid(alpha=0.3)
+  return figures.save(fig, path)
+
+
+def table_markdown(summary: dict) -> str:
+  """Our modes (mean ± sem over seeds), then the codebook, then the paper's averages."""
+  rows = [{'mode': mode, **{k: v['mean'] for k, v in m.items()},
+           **{f'{k}/sem': v['sem'] for k, v in m.items()}} for mode, m in summary['modes'].items()]
+  text = results.markdown_table(rows, {'mode': 'mode', 'accuracy': 'accuracy',
+                                       'trace tokens': 'trace_len', 'codes': 'num_codes',
+                                       'trace exact': 'trace_ok'},
+                                {'accuracy': '.3f', 'trace tokens': '.2f', 'codes': '.2f',
+                                 'trace exact': '.3f'})
+  cb = summary['codebook_by_seed']
+  text += (f'\nfull text trace: {summary["full_trace_len"]} tokens'
+           + (f'; latent shortens it by {100 * summary["latent_shortening_vs_cot"]:.1f}% against '
+              f'cot' if 'latent_shortening_vs_cot' in summary else '') + '\n')
+  text += ('\ncodebook (per seed, training chunks): ' + '; '.join(
+      f'{c["used"]} codes used ({100 * c["usage"]:.0f}%), perplexity {c["perplexity"]:.1f}, '
+      f'{c["distinct_chunks"]} distinct chunks, exact {c["exact"]:.3f}' for c in cb) + '\n')
+  text += '\npublished (talk, "Better Performance" / "Shorter CoT", average of 7 math sets):\n\n'
+  text += results.markdown_table(
+      [{'model': k, 'CoT': v[0], 'Latent': v[1], 'shortening': f'{100 * v[2]:.0f}%'}
+       for k, v in summary['paper'].items()],
+      {'model': 'model', 'CoT acc %': 'CoT', 'Latent acc %': 'Latent',
+       'trace shortening': 'shortening'})
+  return text

@@ -14,18 +14,23 @@ An experiment module declares one `Experiment`:
 * `check(config)` holds only the experiment's own value rules: unknown fields, wrong types, the train
   schedule and `num_seeds` are checked here for all;
 * `build_task(config)` returns the `trainer.Task`; `report(result, config)` writes what the experiment
-  shows after training (figures, summaries) and may return a value that `train_and_evaluate` ignores.
+  shows after training (figures, summaries) and may return a value that `train_and_evaluate` ignores;
+* a multi-stage experiment (several Tasks, each built from the results of the ones before: a VQ-VAE,
+  then a decoder reading its codes) gives `stages=(Stage(...), ...)` instead of `build_task`; its
+  report is called `report(last stage's result, config, **{earlier stage name: its result})`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Callable, Mapping, Sequence
 
 import ml_collections
 import numpy as np
 
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import trainer
 
@@ -109,15 +114,35 @@ class Parts:
 
 
 @dataclasses.dataclass(frozen=True)
+class Stage:
+  """One training of a multi-stage experiment (`Experiment.stages`), in the order given.
+
+  name        every stage but the last trains in `<workdir>/<name>`; the last, whose result is the
+              experiment's, in `workdir` itself
+  build_task  (config, {earlier stage name: its TrainResult}) → the stage's `trainer.Task`
+  schedule    None: the config's `train` and `mesh` groups (`trainer.train_from_config`); or
+              config → a `trainer.Schedule` of the stage's own (no TensorBoard, params unsharded)
+  """
+  name: str
+  build_task: Callable[[ml_collections.ConfigDict, Mapping[str, trainer.TrainResult]], trainer.Task]
+  schedule: Callable[[ml_collections.ConfigDict], trainer.Schedule] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Experiment:
   """One experiment: its config schema and variants, value checks, task and report (module doc)."""
   name: str
   schema: Callable[[], ml_collections.ConfigDict]
   variants: Mapping[str, Variant]
   check: Callable[[ml_collections.ConfigDict], None]
-  build_task: Callable[[ml_collections.ConfigDict], trainer.Task]
-  report: Callable[[trainer.TrainResult, ml_collections.ConfigDict], Any] | None = None
+  build_task: Callable[[ml_collections.ConfigDict], trainer.Task] | None = None
+  report: Callable[..., Any] | None = None
   parts: Parts = Parts()
+  stages: tuple[Stage, ...] = ()   # instead of build_task: several trainings, in order
+
+  def __post_init__(self):
+    if (self.build_task is None) == (not self.stages):
+      raise TypeError(f'experiment {self.name!r} needs build_task or stages (one of them)')
 
   @property
   def variant_names(self) -> tuple[str, ...]:
@@ -152,12 +177,32 @@ class Experiment:
 
   def train_and_evaluate(self, config: ml_collections.ConfigDict,
                          workdir: str) -> trainer.TrainResult:
-    """Checks the config, builds the task, trains (or resumes) it in `workdir`, then reports."""
+    """Checks the config, builds the task, trains (or resumes) it in `workdir`, then reports; with
+    `stages`, trains them all (`train_stages`) and returns the last one's result."""
     self.check_config(config)
-    result = trainer.train_from_config(self.build_task(config), config, workdir)
+    if self.stages:
+      *earlier, (_, result) = self.train_stages(config, workdir).items()
+    else:
+      earlier, result = (), trainer.train_from_config(self.build_task(config), config, workdir)
     if self.report is not None and trainer.is_primary():   # figures are written once
-      self.report(result, config)
+      self.report(result, config, **dict(earlier))
     return result
+
+  def train_stages(self, config: ml_collections.ConfigDict,
+                   workdir: str) -> dict[str, trainer.TrainResult]:
+    """Trains (or resumes) each of `stages` in turn where `Stage` says; its results, by stage name.
+    (No config check, no report: `train_and_evaluate` does both.)"""
+    done = {}
+    for i, stage in enumerate(self.stages):
+      task = stage.build_task(config, dict(done))
+      where = workdir if i == len(self.stages) - 1 else os.path.join(workdir, stage.name)
+      if stage.schedule is None:
+        done[stage.name] = trainer.train_from_config(task, config, where)
+      else:
+        mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
+        done[stage.name] = trainer.train(task, stage.schedule(config), where, mesh=mesh,
+                                         config_json=config.to_dict(), tensorboard=False)
+    return done
 
   def api(self):
     """(get_config, check_config, train_and_evaluate): the functions an experiment module exports."""

@@ -13,15 +13,14 @@ streams a held-out text `stream.length_factor` times longer than the cache throu
 During training: held-out perplexity, attention on position 0 per layer and head (α_0), the sink
 score (share of heads with α_0 > 0.3), the mass sent to the virtual sink, and the massive-activation
 view: position 0's residual-stream norm, largest activation and value norm over the median
-position's (`analysis/sinks.py`).
-`compare_variants` runs the four variants with the same data, steps and seeds and writes the table
-of StreamingLLM's Sec. 3.3 (launch/attention_sinks.py).
+position's (`analysis/attention_sinks.py`, which also draws the report's figures).
+The four variants with the same data, steps and seeds, and the table of StreamingLLM's Sec. 3.3, are
+`studies.attention_sinks_variants` (launch/attention_sinks.py).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 
 import jax
@@ -30,7 +29,7 @@ import ml_collections
 import numpy as np
 import optax
 
-from jaxdyn.analysis import sinks
+from jaxdyn.analysis import attention_sinks as analysis
 from jaxdyn.core import checkpoint
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
@@ -77,7 +76,7 @@ def default_config() -> ml_collections.ConfigDict:
       recompute=True,            # also the sliding window with re-computation
       dense=True,                # also dense attention over the whole stream
       bins=20))                  # positions bins of the perplexity-vs-position figure
-  c.analysis = ml_collections.ConfigDict(dict(sink_threshold=sinks.SINK_THRESHOLD))
+  c.analysis = ml_collections.ConfigDict(dict(sink_threshold=analysis.SINK_THRESHOLD))
   return c
 
 
@@ -280,9 +279,9 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     loss = model_lib.loss(variant, model, params, windows_WxT1)
     inputs = with_prefix(config, windows_WxT1[:num_attention, :-1])
     _, inter = transformer.forward_with_intermediates(dcfg, {'params': params}, inputs)
-    ratios = sinks.first_position_ratios(sinks.activation_profile(dcfg, params, inter))
+    ratios = analysis.first_position_ratios(analysis.activation_profile(dcfg, params, inter))
     return {'loss': loss, 'perplexity': jnp.exp(loss),
-            **sinks.sink_metrics(inter.attention_weights, 0, threshold), **ratios}
+            **analysis.sink_metrics(inter.attention_weights, 0, threshold), **ratios}
 
   return trainer.Task(
       init_params=init_params, loss_fn=loss_fn, make_optimizer=lambda hp: make_optimizer(config),
@@ -328,24 +327,24 @@ def streaming_report(params_by_member, members, config) -> tuple[list[dict], dic
       nll = stream_nll(config, params, streams, name)
       per_member.append(nll)
       rows.append({**member, 'eval': name, 'perplexity': float(np.exp(nll.mean()))})
-    curves[name] = sinks.perplexity_by_position(np.concatenate(per_member), config.stream.bins)
+    curves[name] = analysis.perplexity_by_position(np.concatenate(per_member), config.stream.bins)
   return rows, curves
 
 
 def final_sink_metrics(params_by_member, config) -> dict[str, np.ndarray]:
   """Per member, from its params on the attention windows: `first_token_attention` α_0 (S×L×N),
   `sink_score` (S,), `virtual_sink_mass` (S×L×N, the attention sent to no token), and the
-  massive-activation view (`analysis.sinks.activation_profile`): the profiles `hidden_norm`,
-  `hidden_max` (S×(L+1)×T), `value_norm` (S×L×K×T) and their position-0 ratios."""
+  massive-activation view (`analysis.attention_sinks.activation_profile`): the profiles
+  `hidden_norm`, `hidden_max` (S×(L+1)×T), `value_norm` (S×L×K×T) and their position-0 ratios."""
   windows = held_out_windows(config, config.data.attention_windows)
   inputs = with_prefix(config, jnp.asarray(windows[:, :-1]))
   dcfg = decoder_config(config)
 
   def one(params):
     _, inter = transformer.forward_with_intermediates(dcfg, {'params': params}, inputs)
-    profile = sinks.activation_profile(dcfg, params, inter)
-    return {**sinks.sink_metrics(inter.attention_weights, 0, config.analysis.sink_threshold),
-            **profile, **sinks.first_position_ratios(profile)}
+    profile = analysis.activation_profile(dcfg, params, inter)
+    return {**analysis.sink_metrics(inter.attention_weights, 0, config.analysis.sink_threshold),
+            **profile, **analysis.first_position_ratios(profile)}
 
   return jax.tree.map(np.asarray, jax.jit(jax.vmap(one))(params_by_member))
 
@@ -379,10 +378,10 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> di
              'table': table, 'curves': {k: [v[0], v[1]] for k, v in curves.items()},
              **{f'final_{k}': v.tolist() for k, v in final.items()}}
   results.write_json(os.path.join(out, 'streaming.json'), summary)
-  sinks.plot_perplexity_by_position(curves, os.path.join(figdir, 'perplexity_by_position.png'),
+  analysis.plot_perplexity_by_position(curves, os.path.join(figdir, 'perplexity_by_position.png'),
                                     title, trained_context=config.data.seq_len)
   if 'eval/first_token_attention' in result.history:   # arrays are not kept by a resumed run
-    sinks.plot_first_token_attention(result.history['step'],
+    analysis.plot_first_token_attention(result.history['step'],
                                      result.history['eval/first_token_attention'][:, 0],
                                      os.path.join(figdir, 'first_token_attention.png'),
                                      title + ' (seed 0)')
@@ -391,9 +390,9 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> di
       held_out_windows(config, 1)[:, :-1]))
   _, inter = jax.jit(functools.partial(transformer.forward_with_intermediates,
                                         decoder_config(config)))({'params': params0}, window)
-  sinks.plot_attention_maps([np.asarray(w) for w in inter.attention_weights],
+  analysis.plot_attention_maps([np.asarray(w) for w in inter.attention_weights],
                             os.path.join(figdir, 'attention_maps.png'), title)
-  sinks.plot_activation_profile({k: final[k][0] for k in ('hidden_norm', 'hidden_max',
+  analysis.plot_activation_profile({k: final[k][0] for k in ('hidden_norm', 'hidden_max',
                                                           'value_norm')},
                                 os.path.join(figdir, 'activation_profile.png'),
                                 title + ' (seed 0, mean over the attention windows)')
@@ -405,85 +404,17 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> di
   return summary
 
 
-EXPERIMENT = experiment.Experiment(name='attention_sinks', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=report)
+EXPERIMENT = experiment.Experiment(
+    name='attention_sinks', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/attention_sinks.py', 'jaxdyn/models/streaming.py',
+                'jaxdyn/models/transformer.py'),
+        data=('jaxdyn/data/text.py',),
+        analysis=('jaxdyn/analysis/attention_sinks.py',),
+        studies=('jaxdyn/studies/attention_sinks_variants.py',),
+        launch=('launch/attention_sinks.py',),
+        benchmarks=('benchmarks/streaming.py',),
+        notebooks=('docs/notebooks/streaming.ipynb',),
+        docs='docs/experiments/attention_sinks.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
-
-
-# The comparison across variants (launch/attention_sinks.py): one run per variant, same seeds.
-
-def compare_variants(config: ml_collections.ConfigDict, workdir: str,
-                     variants=model_lib.VARIANTS) -> str:
-  """Trains every variant in `<workdir>/<variant>` (same data, steps and seeds) and writes
-  `<workdir>/table.md` and `<workdir>/perplexity_by_position.png`; returns the markdown."""
-  summaries = {}
-  for variant in variants:
-    run = ml_collections.ConfigDict(config.to_dict())
-    run.variant = variant
-    result = train_and_evaluate(run, os.path.join(workdir, variant))
-    summaries[variant] = report_summary(result.workdir)
-  markdown = comparison_markdown(summaries, config)
-  results.write_markdown(os.path.join(workdir, 'table.md'), markdown)
-  panels = {v: {name: tuple(curve) for name, curve in s['curves'].items()}
-            for v, s in summaries.items()}
-  figures.plot_lines(panels, path=os.path.join(workdir, 'perplexity_by_position.png'),
-                     xlabel='position in the stream', log_y=tuple(panels),
-                     title=f'streaming perplexity (per {unit(config)}), cache {cache_size(config)}, trained '
-                     f'on {config.data.seq_len}; mean over {config.num_seeds} seeds')
-  return markdown
-
-
-def report_summary(run_workdir: str) -> dict:
-  """The `streaming.json` a run's report wrote."""
-  with open(os.path.join(run_workdir, 'streaming.json'), encoding='utf-8') as f:
-    return json.load(f)
-
-
-def crops_description(config: ml_collections.ConfigDict) -> str:
-  return 'random' if config.data.crop_start == 'random' else 'newline-first'
-
-
-def _seed_mean_extreme(summary: dict, key: str, reduce, skip_first: bool = False) -> float:
-  """`reduce` (max or min) of the seed mean of summary[key] (seeds first), NaN when absent;
-  `skip_first` drops the first row (the embeddings of a hidden-state ratio)."""
-  if key not in summary:
-    return float('nan')
-  mean = np.mean(np.asarray(summary[key], np.float64), axis=0)
-  return float(reduce(mean[1:] if skip_first else mean))
-
-
-def comparison_markdown(summaries: dict[str, dict], config: ml_collections.ConfigDict) -> str:
-  """One row per variant: seed-mean perplexity (± sem) of every evaluation, the final sink score,
-  the largest seed-mean α_0 of any head, the mean attention sent to the virtual sink (softmax + 1,
-  sink logit; 0 otherwise), and the paper's 160M row where it has one."""
-  rows = []
-  for variant, s in summaries.items():
-    row = {'variant': variant, 'sink score': float(np.mean(s['final_sink_score'])),
-           'max α₀': float(np.max(np.mean(s['final_first_token_attention'], axis=0))),
-           'virtual sink': float(np.mean(s.get('final_virtual_sink_mass', np.nan))),
-           # the massive-activation view: position 0 over the median position, seed means
-           'h0 ratio': _seed_mean_extreme(s, 'final_hidden_norm_ratio', np.max, skip_first=True),
-           'v0 ratio': _seed_mean_extreme(s, 'final_value_norm_ratio', np.min)}
-    for r in s['table']:
-      row[r['eval']] = r['perplexity']
-      row[r['eval'] + '/sem'] = r['perplexity/sem']
-    paper = PAPER_160M.get(variant)
-    row['paper'] = (' / '.join(f'{p:g}' for p in paper) if paper else '–')
-    rows.append(row)
-  names = eval_names(config)
-  columns = {'variant': 'variant', **{n: n for n in names},
-             'sink score (α₀ > 0.3)': 'sink score', 'max α₀ (head)': 'max α₀',
-             'virtual-sink mass': 'virtual sink',
-             'max ‖h₀‖/median (blocks)': 'h0 ratio', 'min ‖v₀‖/median (heads)': 'v0 ratio',
-             'paper 160M, 0/1/2/4 sinks + window': 'paper'}
-  m, d = config.model, config.data
-  u = unit(config)
-  head = (f'KJV {u}s, LLaMA decoder {m.num_layers} layers d {m.d_model} {m.num_heads} heads, '
-          f'trained on {crops_description(config)} {d.seq_len}-{u} crops, '
-          f'{config.train.steps} steps x batch '
-          f'{d.batch_size}, {config.num_seeds} seeds; streams of {stream_length(config) - 1} '
-          f'predicted {u}s, cache {cache_size(config)}. Perplexity per {u}, mean ± sem over '
-          'seeds.\n\n')
-  return head + results.markdown_table(rows, columns, {n: '.3f' for n in names} | {
-      'sink score (α₀ > 0.3)': '.2f', 'max α₀ (head)': '.3f', 'virtual-sink mass': '.3f',
-      'max ‖h₀‖/median (blocks)': '.2f', 'min ‖v₀‖/median (heads)': '.2f'})

@@ -5,14 +5,15 @@
 Task (`jaxdyn.data.token_assorted`): running sums mod p. Question x_1..x_n, trace s_1..s_n (prefix
 sums), answer s_n; the trace is cut into C = n / L chunks of L tokens.
 
-Two stages, two `trainer.Task`s, each one jitted program vmapped over its members:
+Two stages (`STAGES`, trained in turn by `Experiment.train_and_evaluate`), two `trainer.Task`s, each
+one jitted program vmapped over its members:
 
-  1. the VQ-VAE (`jaxdyn.models.vqvae`: chunk → one code, codebook updated by the loss, commitment
-     β, straight-through), one per seed, trained on the training traces' chunks in
-     `<workdir>/vqvae` (records, checkpoints; resumed like any run);
-  2. the shared decoder (`models/transformer.py`, read-only) with the vocabulary extended by the K
-     codes, trained in `<workdir>` on sequences built in jit by `data.token_assorted.assemble`. Its
-     members are `compare` modes × seeds; a member of seed s reads the codes of seed s's FROZEN
+  1. 'vqvae': the VQ-VAE (`jaxdyn.models.vqvae`: chunk → one code, codebook updated by the loss,
+     commitment β, straight-through), one per seed, trained on the training traces' chunks in
+     `<workdir>/vqvae` (records, checkpoints; resumed like any run) on its own schedule (`vqvae.*`);
+  2. 'decoder': the shared decoder (`models/transformer.py`, read-only) with the vocabulary
+     extended by the K codes, trained in `<workdir>` on sequences built in jit by
+     `data.token_assorted.assemble`. Its members are `compare` modes × seeds; a member of seed s reads the codes of seed s's FROZEN
      VQ-VAE (computed once after stage 1, `Task.data`):
        no_cot   question → <ans> answer (no trace)
        cot      the full text trace (m = 0 always)
@@ -30,7 +31,9 @@ text only, as it chooses — and `data.token_assorted.parse_generations` scores 
   heldout_loss   teacher-forced loss in the member's own format (latent: m = mix.max_chunks)
 
 Report: `figures/curves.png`, `figures/comparison.png` (accuracy and trace length by mode, mean ±
-sem over seeds), `figures/codebook.png` (code frequencies), `summary.json` and `table.md`.
+sem over seeds), `figures/codebook.png` (code frequencies; drawn by `analysis.token_assorted`),
+`summary.json` and `table.md`. The comparison with the figures copied for the docs is
+`studies.token_assorted_comparison` (launch/token_assorted.py).
 """
 
 from __future__ import annotations
@@ -47,10 +50,8 @@ from jaxdyn.analysis import token_assorted as analysis
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
-from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import results
 from jaxdyn.core import trainer
-from jaxdyn.core.figures import plt
 from jaxdyn.data import token_assorted as data_lib
 from jaxdyn.models import shortest_path as decoding
 from jaxdyn.models import transformer
@@ -224,16 +225,12 @@ def build_vqvae_task(config: ml_collections.ConfigDict) -> trainer.Task:
       hparams={'seed': np.asarray(experiment.seeds(config), np.int32)}, shared_data=shared)
 
 
-def train_vqvae(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
-  """Stage 1 in `<workdir>/vqvae` (its own records and checkpoints; a finished one is reloaded)."""
+def vqvae_schedule(config: ml_collections.ConfigDict) -> trainer.Schedule:
+  """Stage 1's own schedule (`vqvae.steps`, `vqvae.eval_every`; one checkpoint, at the end)."""
   v = config.vqvae
-  schedule = trainer.Schedule(steps=v.steps, eval_every=v.eval_every, checkpoint_every=v.steps,
-                              steps_per_dispatch=v.steps, keep_checkpoints=1,
-                              progress_every_secs=config.train.progress_every_secs)
-  task = build_vqvae_task(config)
-  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
-  return trainer.train(task, schedule, os.path.join(workdir, 'vqvae'), mesh=mesh,
-                       config_json=config.to_dict(), tensorboard=False)
+  return trainer.Schedule(steps=v.steps, eval_every=v.eval_every, checkpoint_every=v.steps,
+                          steps_per_dispatch=v.steps, keep_checkpoints=1,
+                          progress_every_secs=config.train.progress_every_secs)
 
 
 def frozen_codes(config, vq_params) -> dict[str, np.ndarray]:
@@ -320,9 +317,10 @@ def build_task(config: ml_collections.ConfigDict, vq_params) -> trainer.Task:
       get_batch=get_batch, evaluate=evaluate, hparams=hp, data=data, shared_data=shared)
 
 
-def _needs_two_stages(config):
-  raise NotImplementedError('token_assorted trains two Tasks (the VQ-VAE, then the decoder): call '
-                            'token_assorted.train_and_evaluate, or build_vqvae_task / build_task')
+# Stage 1 in `<workdir>/vqvae`, stage 2 (the result) in `<workdir>`; a finished stage is reloaded.
+STAGES = (
+    experiment.Stage('vqvae', lambda config, done: build_vqvae_task(config), vqvae_schedule),
+    experiment.Stage('decoder', lambda config, done: build_task(config, done['vqvae'].params)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -358,34 +356,10 @@ def summarise(result: trainer.TrainResult, vq_result: trainer.TrainResult,
   return summary
 
 
-def table_markdown(summary: dict) -> str:
-  """Our modes (mean ± sem over seeds), then the codebook, then the paper's averages."""
-  rows = [{'mode': mode, **{k: v['mean'] for k, v in m.items()},
-           **{f'{k}/sem': v['sem'] for k, v in m.items()}} for mode, m in summary['modes'].items()]
-  text = results.markdown_table(rows, {'mode': 'mode', 'accuracy': 'accuracy',
-                                       'trace tokens': 'trace_len', 'codes': 'num_codes',
-                                       'trace exact': 'trace_ok'},
-                                {'accuracy': '.3f', 'trace tokens': '.2f', 'codes': '.2f',
-                                 'trace exact': '.3f'})
-  cb = summary['codebook_by_seed']
-  text += (f'\nfull text trace: {summary["full_trace_len"]} tokens'
-           + (f'; latent shortens it by {100 * summary["latent_shortening_vs_cot"]:.1f}% against '
-              f'cot' if 'latent_shortening_vs_cot' in summary else '') + '\n')
-  text += ('\ncodebook (per seed, training chunks): ' + '; '.join(
-      f'{c["used"]} codes used ({100 * c["usage"]:.0f}%), perplexity {c["perplexity"]:.1f}, '
-      f'{c["distinct_chunks"]} distinct chunks, exact {c["exact"]:.3f}' for c in cb) + '\n')
-  text += '\npublished (talk, "Better Performance" / "Shorter CoT", average of 7 math sets):\n\n'
-  text += results.markdown_table(
-      [{'model': k, 'CoT': v[0], 'Latent': v[1], 'shortening': f'{100 * v[2]:.0f}%'}
-       for k, v in summary['paper'].items()],
-      {'model': 'model', 'CoT acc %': 'CoT', 'Latent acc %': 'Latent',
-       'trace shortening': 'shortening'})
-  return text
-
-
 def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict,
-                 vq_result: trainer.TrainResult) -> dict:
-  """figures/{curves,comparison,codebook}.png, summary.json and table.md (module docstring)."""
+                 vqvae: trainer.TrainResult) -> dict:
+  """figures/{curves,comparison,codebook}.png, summary.json and table.md (module docstring);
+  `vqvae` is stage 1's result."""
   figdir = os.path.join(result.workdir, 'figures')
   members = [{**m, 'mode': MODES[int(m['mode'])]} for m in result.members]
   figures.plot_curves(result.history, members, path=os.path.join(figdir, 'curves.png'),
@@ -394,71 +368,26 @@ def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict,
                               'generated trace tokens': ['eval/trace_len']},
                       title=f'Token Assorted toy: sums of {config.data.num_digits} digits mod '
                             f'{config.data.modulus}, L={config.data.chunk_len}')
-  summary = summarise(result, vq_result, config)
+  summary = summarise(result, vqvae, config)
   results.write_json(os.path.join(result.workdir, 'summary.json'), summary)
-  results.write_markdown(os.path.join(result.workdir, 'table.md'), table_markdown(summary))
-  modes = list(summary['modes'])
-  fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout='constrained')
-  for ax, key, label in ((axes[0], 'accuracy', 'held-out answer accuracy'),
-                         (axes[1], 'trace_len', 'generated trace tokens')):
-    means = [summary['modes'][m][key]['mean'] for m in modes]
-    sems = [np.nan_to_num(summary['modes'][m][key]['sem']) for m in modes]
-    colors = {'no_cot': '0.6', 'cot': 'tab:blue', 'latent': 'tab:orange'}
-    ax.bar(modes, means, yerr=sems, capsize=4, color=[colors[m] for m in modes])
-    for i, m in enumerate(modes):
-      ax.scatter([i] * len(summary['modes'][m][key]['values']), summary['modes'][m][key]['values'],
-                 color='k', s=8, zorder=3)
-    ax.set_ylabel(label)
-    ax.grid(alpha=0.3, axis='y')
-  fig.suptitle(f'mean ± sem over {config.num_seeds} seeds (dots: seeds), '
-               f'{config.train.steps} steps each', fontsize=9)
-  figures.save(fig, os.path.join(figdir, 'comparison.png'))
-  frozen = frozen_codes(config, vq_result.params)
-  fig, ax = plt.subplots(figsize=(6, 3), layout='constrained')
-  for i in range(config.num_seeds):
-    counts = np.bincount(frozen['train_codes'][i].reshape(-1), minlength=config.vqvae.num_codes)
-    ax.plot(np.sort(counts)[::-1] / counts.sum(), marker='.', label=f'seed {config.seed + i}')
-  ax.set_xlabel('code rank')
-  ax.set_ylabel('share of training chunks')
-  ax.set_title(f'codebook use, K={config.vqvae.num_codes}', fontsize=9)
-  ax.legend(fontsize=7)
-  ax.grid(alpha=0.3)
-  figures.save(fig, os.path.join(figdir, 'codebook.png'))
+  results.write_markdown(os.path.join(result.workdir, 'table.md'), analysis.table_markdown(summary))
+  analysis.plot_comparison(summary['modes'], os.path.join(figdir, 'comparison.png'),
+                           config.num_seeds, config.train.steps)
+  frozen = frozen_codes(config, vqvae.params)
+  analysis.plot_codebook(list(frozen['train_codes']), config.vqvae.num_codes,
+                         experiment.seeds(config), os.path.join(figdir, 'codebook.png'))
   return summary
 
 
-# ----------------------------------------------------------------------------------------------
-# Entry point
-
-
-EXPERIMENT = experiment.Experiment(name='token_assorted', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=_needs_two_stages)
-get_config, check_config, _ = EXPERIMENT.api()
-
-
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> trainer.TrainResult:
-  """Checks the config, trains the VQ-VAE (`<workdir>/vqvae`), freezes its codes, trains the
-  decoders of every mode in `workdir`, then reports. Returns stage 2's result; stage 1's is
-  `result.vqvae`."""
-  check_config(config)
-  vq_result = train_vqvae(config, workdir)
-  result = trainer.train_from_config(build_task(config, vq_result.params), config, workdir)
-  result.vqvae = vq_result
-  if trainer.is_primary():
-    write_report(result, config, vq_result)
-  return result
-
-
-def run_comparison(config: ml_collections.ConfigDict, workdir: str,
-                   figures_dir: str | None = None) -> str:
-  """`train_and_evaluate` (no CoT, full-text CoT and latent mixing as members of one sweep), then
-  the table; with `figures_dir`, its figures are copied there as `token_assorted_<name>.png`."""
-  result = train_and_evaluate(config, workdir)
-  if figures_dir and trainer.is_primary():
-    os.makedirs(figures_dir, exist_ok=True)
-    for name in ('comparison', 'curves', 'codebook'):
-      with open(os.path.join(result.workdir, 'figures', f'{name}.png'), 'rb') as src, \
-           open(os.path.join(figures_dir, f'token_assorted_{name}.png'), 'wb') as dst:
-        dst.write(src.read())
-  with open(os.path.join(result.workdir, 'table.md'), encoding='utf-8') as f:
-    return f.read()
+EXPERIMENT = experiment.Experiment(
+    name='token_assorted', schema=default_config, variants=VARIANTS, check=check_values,
+    stages=STAGES, report=write_report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/vqvae.py', 'jaxdyn/models/transformer.py',
+                'jaxdyn/models/shortest_path.py'),
+        data=('jaxdyn/data/token_assorted.py',),
+        analysis=('jaxdyn/analysis/token_assorted.py',),
+        studies=('jaxdyn/studies/token_assorted_comparison.py',),
+        launch=('launch/token_assorted.py',),
+        docs='docs/experiments/token_assorted.md'))
+get_config, check_config, train_and_evaluate = EXPERIMENT.api()

@@ -1,4 +1,4 @@
-"""Tests of jaxdyn.analysis.sinks against independent computations."""
+"""Tests of jaxdyn.analysis.attention_sinks against independent computations."""
 
 import functools
 import os
@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.analysis import sinks
+from jaxdyn.analysis import attention_sinks as sinks
 from jaxdyn.models import transformer
 
 
