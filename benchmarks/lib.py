@@ -28,10 +28,9 @@ import time
 from typing import Callable
 
 import jax
+from jax.extend import core as jex_core
 import jax.numpy as jnp
 import numpy as np
-
-from jax.extend import core as jex_core
 
 from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
