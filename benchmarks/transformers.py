@@ -1,18 +1,20 @@
 """Benchmark of the toy-transformer experiments' training steps: sweep ratio and PyTorch, in one run.
 
-  PYTHONPATH=. python launch/bench_transformers.py [--steps=20] [--rounds=5] [--members=4] [--cores=1]
+  python -m benchmarks.transformers [--steps=20] [--rounds=5] [--members=4] [--cores=1]
+      [--torch_python=PATH]
 
 For Scan & Snap, JoMA hierarchical and the reversal curse at their default (CPU-sized) configs:
 seconds per training step of the trainer's compiled chunk (compilation excluded), the median of
-`--rounds` interleaved rounds (`bench_lib`), for
+`--rounds` interleaved rounds (`benchmarks.lib`), for
   * 1 member, and S = `--members` members (seeds) as the trainer runs them (`Task.member_batch=
     'auto'`) and all vmapped: S members ÷ (S × 1 member);
-  * the same step in plain PyTorch (`torch_steps.py`: eager, one member, same shapes, dtype
-    (float32) and optimizer), where a Python with torch is found, with the same work per step on
+  * the same step in plain PyTorch (`benchmarks/torch_steps.py`: eager, one member, same shapes,
+    dtype (float32) and optimizer), where a Python with torch is given (`--torch_python`, else
+    `JAXDYN_TORCH_PYTHON`, else this one if it has torch), with the same work per step on
     both sides, two ways: both sample their batch in the step from the same data ('sampled': jaxdyn
     as the experiment trains, PyTorch with torch's RNG), and neither does (`fixed`: both read one
-    fixed batch, `bench_lib.fixed_batch`); tokens/s of each and jaxdyn ÷ PyTorch (issue 14's goal:
-    >= 2 on CPU), from wall time and from CPU time.
+    fixed batch, `lib.fixed_batch`); tokens/s of each and jaxdyn ÷ PyTorch (the goal: >= 2 on
+    CPU), from wall time and from CPU time.
 Threads: `--cores=k` pins the process (XLA's thread pool) and the PyTorch subprocess to k cores and
 asks PyTorch for k threads (0, the default: every core; PyTorch is then timed with 1 and with all
 threads and the faster is compared). Tokens per step: batch × positions the model reads (Scan &
@@ -28,7 +30,7 @@ from absl import app, flags
 import jax
 import numpy as np
 
-import bench_lib
+from benchmarks import lib
 from jaxdyn.experiments import joma_hierarchical
 from jaxdyn.experiments import reversal_curse
 from jaxdyn.experiments import scan_snap
@@ -37,6 +39,9 @@ _STEPS = flags.DEFINE_integer('steps', 20, 'Steps per timed call.')
 _ROUNDS = flags.DEFINE_integer('rounds', 5, 'Interleaved rounds (median reported).')
 _MEMBERS = flags.DEFINE_integer('members', 4, 'S: members (seeds) of the sweep.')
 _TORCH = flags.DEFINE_boolean('torch', True, 'Also time the plain PyTorch step if torch is found.')
+_TORCH_PYTHON = flags.DEFINE_string('torch_python', None, 'A Python with torch for the PyTorch '
+                                    'step (else $JAXDYN_TORCH_PYTHON, else this one if it has '
+                                    'torch).')
 _EXPERIMENTS = flags.DEFINE_list('experiments', ['scan_snap', 'joma_hierarchical',
                                                  'reversal_curse'], 'Which experiments.')
 _CORES = flags.DEFINE_integer('cores', 0, 'Pin to this many cores, PyTorch with as many threads '
@@ -123,50 +128,51 @@ def _versus(t, tokens: int, jax_name: str, torch_names: list[str], label: str) -
 def main(argv):
   del argv
   steps, rounds, s = _STEPS.value, _ROUNDS.value, _MEMBERS.value
-  pinned = bench_lib.pin_cores(_CORES.value)
-  cores = bench_lib.cores()
+  pinned = lib.pin_cores(_CORES.value)
+  cores = lib.cores()
   threads = (cores,) if _CORES.value else tuple(sorted({1, cores}))
   modes = ('sampled', 'fixed') if _BATCH.value == 'both' else (_BATCH.value,)
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
-        f'{pinned}, jax {jax.__version__} on {jax.devices()[0].platform}; {bench_lib.load()}')
+        f'{pinned}, jax {jax.__version__} on {jax.devices()[0].platform}; {lib.load()}')
   built = {name: (CASES[name](1), CASES[name](s)[0]) for name in _EXPERIMENTS.value}
   torch = None
   if _TORCH.value:
-    torch = bench_lib.TorchSteps({f'{name}:{mode}': one[1][mode]
-                                  for name, (one, _) in built.items() for mode in modes})
-    print(f'PyTorch: {torch.info}' if torch.available else f'PyTorch: {torch.why}')
+    torch = lib.TorchSteps({f'{name}:{mode}': one[1][mode]
+                                  for name, (one, _) in built.items() for mode in modes},
+                                 _TORCH_PYTHON.value)
+    print(f'PyTorch ({torch.source}): {torch.info}' if torch.available else f'PyTorch: {torch.why}')
   try:
     for name, ((one_task, _, tokens), sweep_task) in built.items():
-      timers = {'1 member': bench_lib.sweep_timer(one_task, steps)[0]}
-      timers['auto'], how = bench_lib.sweep_timer(sweep_task, steps, 'auto')
+      timers = {'1 member': lib.sweep_timer(one_task, steps)[0]}
+      timers['auto'], how = lib.sweep_timer(sweep_task, steps, 'auto')
       if how != 'vmap':
-        timers['all vmapped'] = bench_lib.sweep_timer(sweep_task, steps, 'all')[0]
+        timers['all vmapped'] = lib.sweep_timer(sweep_task, steps, 'all')[0]
       if _DOTS.value:
-        timers['matmul peak'] = bench_lib.matmul_timer()
-        timers['step matmuls alone'] = bench_lib.matmuls_alone_timer(one_task)
+        timers['matmul peak'] = lib.matmul_timer()
+        timers['step matmuls alone'] = lib.matmuls_alone_timer(one_task)
       if 'fixed' in modes:
-        timers['1 member fixed'] = bench_lib.sweep_timer(bench_lib.fixed_batch(one_task), steps)[0]
+        timers['1 member fixed'] = lib.sweep_timer(lib.fixed_batch(one_task), steps)[0]
       if torch is not None and torch.available:
         for mode in modes:
           timers.update({f'{k} {mode}': v for k, v in
                          torch.timers(f'{name}:{mode}', steps, threads).items()})
-      print(f'  ({name}: timing {", ".join(timers)}; {rounds} rounds; {bench_lib.load()})',
+      print(f'  ({name}: timing {", ".join(timers)}; {rounds} rounds; {lib.load()})',
             flush=True)
-      t = bench_lib.interleaved(timers, rounds)
-      print(f'\n{name}: {tokens} tokens per step; {bench_lib.load()}')
+      t = lib.interleaved(timers, rounds)
+      print(f'\n{name}: {tokens} tokens per step; {lib.load()}')
       print(f'  1 member: {1 / t["1 member"]:8.1f} steps/s = {tokens / t["1 member"]:10.0f} tokens/s')
       print(f'  {s} members, trainer ({how}): {t["auto"] / (s * t["1 member"]):5.3f} x '
             f'(S x one member)')
       if 'all vmapped' in t:
         print(f'  {s} members, all vmapped: {t["all vmapped"] / (s * t["1 member"]):5.3f} x')
       if _DOTS.value:   # CPU seconds: core-seconds, robust to the load (wall in brackets)
-        flops = bench_lib.step_matmul_flops(one_task)
+        flops = lib.step_matmul_flops(one_task)
         c = t.cpu
-        peak = bench_lib.matmul_flops(c['matmul peak'])
+        peak = lib.matmul_flops(c['matmul peak'])
         alone = c['step matmuls alone']
         print(f'  matmuls of the step: {flops / 1e6:.1f} MFLOP; per CPU-second: matmul peak (2048^3 '
               f'f32, same rounds) {peak / 1e9:.1f} GFLOP/s [wall: '
-              f'{bench_lib.matmul_flops(t["matmul peak"]) / 1e9:.1f}], in the step '
+              f'{lib.matmul_flops(t["matmul peak"]) / 1e9:.1f}], in the step '
               f'{flops / c["1 member"] / 1e9:.1f} GFLOP/s = {flops / c["1 member"] / peak:.1%} of '
               f'peak; those matmuls alone {1e3 * alone:.3f} CPU-ms = {alone / c["1 member"]:.1%} of '
               f'the step\'s {1e3 * c["1 member"]:.3f} CPU-ms [wall {t["step matmuls alone"] / t["1 member"]:.1%}]')
@@ -182,7 +188,7 @@ def main(argv):
   finally:
     if torch is not None:
       torch.close()
-  print(f'\nafter: {bench_lib.load()}')
+  print(f'\nafter: {lib.load()}')
 
 
 if __name__ == '__main__':

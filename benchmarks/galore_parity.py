@@ -4,13 +4,17 @@ Feeds the same gradient sequence, over several projector refreshes, to both
 and prints the max abs / rel difference of the parameter updates.
 
   pip install torch==2.13.0 && pip install --no-deps galore-torch
-  PYTHONPATH=. python launch/galore_parity.py --steps=32 --update_proj_gap=8
+  python -m benchmarks.galore_parity --steps=32 --update_proj_gap=8
+
+It runs both optimizers in this Python, so this one needs torch and galore-torch (with jax);
+without them it says so in one line and exits.
 
 galore_torch imports `transformers` (only for `require_version`) and
 `bitsandbytes` (only for its 8-bit optimizer) at package import; neither is
 used by GaLoreAdamW, so when they are missing they are replaced by empty stubs.
 """
 
+import importlib.util
 import sys
 import types
 
@@ -169,6 +173,11 @@ def compare(reference, ours, steps):
 
 def main(argv):
   del argv
+  missing = [name for name in ('torch', 'galore_torch') if importlib.util.find_spec(name) is None]
+  if missing:
+    print(f'{sys.executable} has no {" and no ".join(missing)} (pip install torch==2.13.0 && pip '
+          f'install --no-deps galore-torch); the PyTorch parity check is skipped')
+    return 1
   rng = np.random.default_rng(1)
   initial = {k: (0.1 * rng.normal(size=s)).astype(np.float32) for k, s in TORCH_SHAPES.items()}
   initial['bias'] = np.zeros((BIAS_SIZE,), np.float32)

@@ -1,6 +1,6 @@
-"""Benchmark of the modular-addition and Li2 training steps: the ratios of issue 14, in one run.
+"""Benchmark of the modular-addition and Li2 training steps: sweep and PyTorch ratios, in one run.
 
-  PYTHONPATH=. python launch/bench_modular.py [--steps=50] [--rounds=5] [--torch] [--cores=1]
+  python -m benchmarks.modular [--steps=50] [--rounds=5] [--torch] [--torch_python=PATH] [--cores=1]
       [--strategies=auto,all,2,unrolled:2] [--microbatches=2,4,7] [--ops]
 
 Every figure is seconds per full-batch training step (q = 512, Adam + coupled L2, centred MSE,
@@ -15,8 +15,9 @@ comparison, all vmapped ('all').
    a jitted 2048³ matmul timed in the same rounds (goal >= 80%);
 3. Li2 scaling sweep (`li2_scaling.scaling_config`: c × seeds, each member's training set padded to
    the largest n with a weight mask): S members ÷ (S × 1 member at the largest c);
-4. the same step written plainly in PyTorch (`torch_steps.py`, one member), where a Python with torch
-   is found: steps/s and jaxdyn's speed-up.
+4. the same step written plainly in PyTorch (`benchmarks/torch_steps.py`, one member), where a
+   Python with torch is given (`--torch_python`, else `JAXDYN_TORCH_PYTHON`, else this one if it
+   has torch): steps/s and jaxdyn's speed-up.
 
 On d = 23, `--strategies` adds member batchings to the same rounds (an int k: `lax.map` over groups
 of k; 'unrolled:k': the groups written out as independent sub-programs), `--microbatches` the step
@@ -36,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import bench_lib
+from benchmarks import lib
 from jaxdyn.experiments import li2_grokking
 from jaxdyn.experiments import li2_scaling
 from jaxdyn.experiments import modular_addition
@@ -45,6 +46,9 @@ _STEPS = flags.DEFINE_integer('steps', 50, 'Steps per timed call on d = 127 (10x
 _ROUNDS = flags.DEFINE_integer('rounds', 5, 'Interleaved rounds (median reported).')
 _SEEDS = flags.DEFINE_integer('seeds', 4, 'S: members of the d = 127 sweep.')
 _TORCH = flags.DEFINE_boolean('torch', True, 'Also time the plain PyTorch step if torch is found.')
+_TORCH_PYTHON = flags.DEFINE_string('torch_python', None, 'A Python with torch for the PyTorch '
+                                    'step (else $JAXDYN_TORCH_PYTHON, else this one if it has '
+                                    'torch).')
 _HLO = flags.DEFINE_boolean('hlo', False, 'Also print the compiled d = 23 sweep\'s matmuls, gathers, '
                             'scatters and copies, all vmapped and as the trainer runs it.')
 _PARTS = flags.DEFINE_list('parts', ['d23', 'd127', 'li2'], 'Which comparisons to run.')
@@ -56,7 +60,7 @@ _STRATEGIES = flags.DEFINE_list('strategies', [], 'd = 23: more member batchings
 _MICRO = flags.DEFINE_list('microbatches', [], 'd = 23: also time 1 member, all vmapped and groups '
                            'of 2 with the batch in k microbatches (train.microbatches), each k.')
 _PROFILE = flags.DEFINE_list('profile', [], 'd = 23: profile the step op by op (jax.profiler, '
-                             'bench_lib.op_profile) for 1 member and for these member batchings '
+                             'lib.op_profile) for 1 member and for these member batchings '
                              'of the 8 members (e.g. 2,unrolled:2,all): µs per step by kind of op.')
 _SWEEP_DEVICES = flags.DEFINE_integer('sweep_devices', 1, 'd = 23: the --strategies sweeps with '
                                       'their members sharded over this many CPU devices '
@@ -89,20 +93,20 @@ def torch_case(modulus: int) -> tuple[dict, dict]:
 def sweep_rows(name, one_task, sweep_task, steps, rounds, extra=None):
   """Times 1 member and the S-member sweep (auto and all vmapped) interleaved; returns the medians
   and how the auto program runs its members."""
-  timers = {'1 member': bench_lib.sweep_timer(one_task, steps)[0]}
-  auto, how = bench_lib.sweep_timer(sweep_task, steps, 'auto')
+  timers = {'1 member': lib.sweep_timer(one_task, steps)[0]}
+  auto, how = lib.sweep_timer(sweep_task, steps, 'auto')
   timers['auto'] = auto
   if how != 'vmap':
-    timers['all vmapped'] = bench_lib.sweep_timer(sweep_task, steps, 'all')[0]
+    timers['all vmapped'] = lib.sweep_timer(sweep_task, steps, 'all')[0]
   timers.update(extra or {})
-  print(f'  ({name}: timing {", ".join(timers)}; {rounds} rounds; {bench_lib.load()})', flush=True)
-  return bench_lib.interleaved(timers, rounds), how
+  print(f'  ({name}: timing {", ".join(timers)}; {rounds} rounds; {lib.load()})', flush=True)
+  return lib.interleaved(timers, rounds), how
 
 
 def op_fns(n: int, q: int, d: int, s: int) -> dict[str, tuple]:
   """The ops of one member's d-class modular step (n pairs, width q), each as (function of one
   member, its arguments for one member, a rewrite of the S-member batch or None): what vmap batches
-  when S members run together. The matmuls are the step's three (`bench_lib.step_dots`, same
+  when S members run together. The matmuls are the step's three (`lib.step_dots`, same
   dimension numbers); the scatter-add is the gradient of `jnp.take` as autodiff writes it in the
   step. Rewrites of the S-member scatter-add: a one-hot matmul (d x n) @ (n x q) per member; the S
   tables as one (S*d, q) table indexed by member * d + token, through `.at[].add` and through
@@ -150,7 +154,7 @@ def op_fns(n: int, q: int, d: int, s: int) -> dict[str, tuple]:
 
 
 def op_timers(n: int, q: int, d: int, s: int, reps: int = 200) -> tuple[dict, list, tuple]:
-  """Timers of each `op_fns` op alone (`bench_lib.loop_timer`): '<op> | plain' (one member, no
+  """Timers of each `op_fns` op alone (`lib.loop_timer`): '<op> | plain' (one member, no
   member axis), '<op> | k' for k = 1, 2, 4, ..., S members vmapped (k = 1: a member axis of size 1,
   as the trainer runs a single member), a rewrite of the batch only at S (and at 1 where it has a
   single-member form); about `reps` / k evaluations per call, so that every call takes about as
@@ -160,10 +164,10 @@ def op_timers(n: int, q: int, d: int, s: int, reps: int = 200) -> tuple[dict, li
   for name, (fn, args, batched) in op_fns(n, q, d, s).items():
     names.append(name)
     if fn is not None:
-      timers[f'{name} | plain'] = bench_lib.loop_timer(fn, args, reps)
+      timers[f'{name} | plain'] = lib.loop_timer(fn, args, reps)
     for k in sizes if batched is None else (s,):
       many = tuple(jnp.stack([a] * k) for a in args)
-      timers[f'{name} | {k}'] = bench_lib.loop_timer(batched or jax.vmap(fn), many,
+      timers[f'{name} | {k}'] = lib.loop_timer(batched or jax.vmap(fn), many,
                                                      max(10, reps // k))
   return timers, names, sizes
 
@@ -173,7 +177,7 @@ def print_ops(t, names: list, sizes: tuple, n: int, q: int) -> None:
   members' time ÷ one member's (against the plain op and against the op with a member axis of 1;
   a rewrite's against the op above it)."""
   s = sizes[-1]
-  print(f'\n  ops of the d=23 member step alone (bench_lib.loop_timer; median of the rounds): wall µs '
+  print(f'\n  ops of the d=23 member step alone (lib.loop_timer; median of the rounds): wall µs '
         f'per member, 1 member without a member axis ("plain") and k members vmapped (k = 1: a '
         f'member axis of 1, as the trainer runs one member); k x ({n}, {q}) f32 = '
         f'k x {n * q * 4 / 2 ** 20:.2f} MiB per operand; S = {s} members ÷ 1 member, wall (CPU)')
@@ -194,17 +198,17 @@ def print_ops(t, names: list, sizes: tuple, n: int, q: int) -> None:
 
 
 def print_profile(one, sweep, strategies: list, steps: int, s: int) -> None:
-  """µs per training step by kind of op (`bench_lib.op_profile`), 1 member and the S-member sweep
+  """µs per training step by kind of op (`lib.op_profile`), 1 member and the S-member sweep
   run each of `strategies` ways; the sweep's ÷ (S x the 1 member's) beside it."""
-  profiles = {'1 member': bench_lib.op_profile(one, 'all', steps)}
+  profiles = {'1 member': lib.op_profile(one, 'all', steps)}
   for strategy in strategies:
-    profiles[f'{s} members, {strategy}'] = bench_lib.op_profile(sweep, strategy, steps)
+    profiles[f'{s} members, {strategy}'] = lib.op_profile(sweep, strategy, steps)
   by_kind = {}
   for name, ops in profiles.items():
     for kind, _, us in ops.values():
       by_kind.setdefault(kind, {}).setdefault(name, 0.0)
       by_kind[kind][name] += us
-  print(f'\n  profile of the d=23 step (jax.profiler, one event per executed op; {bench_lib.load()}): '
+  print(f'\n  profile of the d=23 step (jax.profiler, one event per executed op; {lib.load()}): '
         f'µs per step by kind of op; in brackets ÷ ({s} x 1 member)')
   names = list(profiles)
   print(f'    {"kind of op":20s}' + ''.join(f'{n:>26s}' for n in names))
@@ -224,7 +228,7 @@ def print_profile(one, sweep, strategies: list, steps: int, s: int) -> None:
 
 def _print_torch(t, s: int) -> None:
   """The plain PyTorch line of a sweep's rounds `t` (S = s members), where PyTorch ran."""
-  best = bench_lib.TorchSteps.best(t)
+  best = lib.TorchSteps.best(t)
   if best is not None:
     t['torch'], threads = best
     print(f'  plain PyTorch 1 member ({threads}): {1 / t["torch"]:8.2f} steps/s; jaxdyn speed-up '
@@ -234,25 +238,25 @@ def _print_torch(t, s: int) -> None:
 
 def _torch_threads() -> tuple[int, ...]:
   """PyTorch's thread counts: as many as the pinned cores, or 1 and all when not pinned."""
-  return (bench_lib.cores(),) if _CORES.value else tuple(sorted({1, bench_lib.cores()}))
+  return (lib.cores(),) if _CORES.value else tuple(sorted({1, lib.cores()}))
 
 
 def main(argv):
   del argv
   steps, rounds, parts = _STEPS.value, _ROUNDS.value, _PARTS.value
-  pinned = bench_lib.pin_cores(_CORES.value)
+  pinned = lib.pin_cores(_CORES.value)
   if _SWEEP_DEVICES.value > 1:   # before jax starts its backend
     jax.config.update('jax_num_cpu_devices', _SWEEP_DEVICES.value)
   if _PROFILE.value:   # before jax starts its backend: XLA:CPU then traces every executed op
-    os.environ['XLA_FLAGS'] = f'{os.environ.get("XLA_FLAGS", "")} {bench_lib.PROFILE_FLAG}'.strip()
+    os.environ['XLA_FLAGS'] = f'{os.environ.get("XLA_FLAGS", "")} {lib.PROFILE_FLAG}'.strip()
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
-        f'jax {jax.__version__} on {jax.devices()[0].platform}; {pinned}; {bench_lib.load()}; '
+        f'jax {jax.__version__} on {jax.devices()[0].platform}; {pinned}; {lib.load()}; '
         f'XLA_FLAGS={os.environ.get("XLA_FLAGS", "")!r}')
   torch = None
   if _TORCH.value:
-    torch = bench_lib.TorchSteps({f'modular_d{d}': torch_case(d) for d in (23, 127)
-                                  if f'd{d}' in parts})
-    print(f'PyTorch: {torch.info}' if torch.available else f'PyTorch: {torch.why}')
+    torch = lib.TorchSteps({f'modular_d{d}': torch_case(d) for d in (23, 127)
+                                  if f'd{d}' in parts}, _TORCH_PYTHON.value)
+    print(f'PyTorch ({torch.source}): {torch.info}' if torch.available else f'PyTorch: {torch.why}')
   try:
     if 'd23' in parts:
       s = 8
@@ -260,15 +264,15 @@ def main(argv):
                if torch is not None and torch.available else {})
       one23, sweep23 = modular_task(23, 1)[0], modular_task(23, s)[0]
       for strategy in _STRATEGIES.value:
-        extra[f'members {strategy}'] = bench_lib.sweep_timer(sweep23, 10 * steps, strategy)[0]
+        extra[f'members {strategy}'] = lib.sweep_timer(sweep23, 10 * steps, strategy)[0]
         if _SWEEP_DEVICES.value > 1:
-          extra[f'members {strategy} over {_SWEEP_DEVICES.value} devices'] = bench_lib.sweep_timer(
+          extra[f'members {strategy} over {_SWEEP_DEVICES.value} devices'] = lib.sweep_timer(
               sweep23, 10 * steps, strategy, sweep_devices=_SWEEP_DEVICES.value)[0]
       for k in map(int, _MICRO.value):
-        extra[f'1 member, {k} microbatches'] = bench_lib.sweep_timer(
+        extra[f'1 member, {k} microbatches'] = lib.sweep_timer(
             one23, 10 * steps, microbatches=k)[0]
         for mode in ('all', 2):
-          extra[f'members {mode}, {k} microbatches'] = bench_lib.sweep_timer(
+          extra[f'members {mode}, {k} microbatches'] = lib.sweep_timer(
               sweep23, 10 * steps, mode, microbatches=k)[0]
       t, how = sweep_rows('d=23', one23, sweep23, 10 * steps, rounds, extra)
       print(f'\nd=23, q=512, n=476 (overhead-bound), {s} members')
@@ -284,41 +288,41 @@ def main(argv):
                 f'{t.cpu[name] / t[name]:.2f})')
       print(f'  (CPU time, 1 member: {1e6 * t.cpu["1 member"]:.0f} us per step against '
             f'{1e6 * t["1 member"]:.0f} us wall, CPU/wall = {t.cpu["1 member"] / t["1 member"]:.2f}; a lower bound on {s} members at the 1-member rate '
-            f'with all {bench_lib.cores()} cores busy: {s} x CPU ÷ cores ÷ wall = '
-            f'{s * t.cpu["1 member"] / bench_lib.cores() / t["1 member"]:.2f} x)')
+            f'with all {lib.cores()} cores busy: {s} x CPU ÷ cores ÷ wall = '
+            f'{s * t.cpu["1 member"] / lib.cores() / t["1 member"]:.2f} x)')
       _print_torch(t, s)
       if _OPS.value:
         n, q = sweep23.data['train_inputs'].shape[1], 512
         timers, names, sizes = op_timers(n, q, 23, s)
-        print(f'  (ops: timing {len(timers)} programs; {rounds} rounds; {bench_lib.load()})',
+        print(f'  (ops: timing {len(timers)} programs; {rounds} rounds; {lib.load()})',
               flush=True)
-        print_ops(bench_lib.interleaved(timers, rounds), names, sizes, n, q)
+        print_ops(lib.interleaved(timers, rounds), names, sizes, n, q)
       if _PROFILE.value:
         print_profile(one23, sweep23, _PROFILE.value, 10 * steps, s)
       if _HLO.value:
         for mode in ('all', 'auto', 1):
           print('  compiled ops, 1 member:' if mode == 1 else f'  compiled ops, {s} members {mode}:')
-          ops = bench_lib.hlo_ops(modular_task(23, 1 if mode == 1 else s)[0], 'all' if mode == 1
+          ops = lib.hlo_ops(modular_task(23, 1 if mode == 1 else s)[0], 'all' if mode == 1
                                   else mode)
           for kind, shapes in sorted(ops.items()):
             print(f'    {kind}: {len(shapes)}: {", ".join(sorted(set(shapes)))}')
     if 'd127' in parts:
       s = _SEEDS.value
       one127 = modular_task(127, 1)[0]
-      extra = {'matmul': bench_lib.matmul_timer(),
-               'step matmuls alone': bench_lib.matmuls_alone_timer(one127)}
+      extra = {'matmul': lib.matmul_timer(),
+               'step matmuls alone': lib.matmuls_alone_timer(one127)}
       if torch is not None and torch.available:
         extra.update(torch.timers('modular_d127', steps, _torch_threads()))
       t, how = sweep_rows('d=127', one127, modular_task(127, s)[0], steps, rounds, extra)
       n = 14516
       flops = 6 * n * 512 * 127
-      peak = bench_lib.matmul_flops(t['matmul'])
+      peak = lib.matmul_flops(t['matmul'])
       print(f'  matmul peak in the same rounds (one 2048^3 f32 matmul, jitted, best of 3 per round): '
             f'{peak / 1e9:.1f} GFLOP/s')
       print(f'\nd=127, q=512, n={n} (compute-bound), S = {s} members')
       print(f'  1 member: {1 / t["1 member"]:6.2f} steps/s, {flops / t["1 member"] / 1e9:6.1f} '
             f'GFLOP/s = {flops / t["1 member"] / peak:5.1%} of the matmul peak (goal >= 80%)')
-      dots = bench_lib.step_matmul_flops(one127)
+      dots = lib.step_matmul_flops(one127)
       alone = t['step matmuls alone']
       print(f'  the step\'s matmuls alone (each jitted alone, {dots / 1e9:.2f} GFLOP): '
             f'{1e3 * alone:.2f} ms = {dots / alone / peak:.1%} '
@@ -347,7 +351,7 @@ def main(argv):
   finally:
     if torch is not None:
       torch.close()
-  print(f'\nafter: {bench_lib.load()}')
+  print(f'\nafter: {lib.load()}')
 
 
 if __name__ == '__main__':

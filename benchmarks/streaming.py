@@ -1,7 +1,7 @@
 r"""Streaming with the sink + window cache against re-computation and dense attention, by stream
 length (StreamingLLM's Fig. 10 comparison); every ratio is measured in one run.
 
-  PYTHONPATH=. python launch/bench_streaming.py [--cache=1024] [--lengths=1024,4096,16384,65536]
+  python -m benchmarks.streaming [--cache=1024] [--lengths=1024,4096,16384,65536]
 
 A LLaMA-style decoder with random weights reads a stream of N random bytes, for each N of
 `--lengths`:

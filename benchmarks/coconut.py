@@ -2,7 +2,7 @@ r"""Continuous thoughts per second: one jitted `lax.scan` over the thoughts (`mo
 run_thoughts`) against a Python loop that calls a jitted single thought step M times (the
 reference's one forward call per thought, with its KV cache). Both ratios come from one run.
 
-  python launch/bench_coconut.py [--thoughts=6] [--batch=32] [--d_model=64] [--num_layers=2]
+  python -m benchmarks.coconut [--thoughts=6] [--batch=32] [--d_model=64] [--num_layers=2]
 
 Both paths start from the same cache of the question + <bot> pass (not timed) and run M thoughts;
 the whole call (question pass + thoughts) is printed for scale. The reference generates with
@@ -58,7 +58,7 @@ def main(argv):
     pre = slice(0, first)
     h, cache = coconut.forward(cfg, p, coconut.embed(p, s.tokens_BxT[:, pre]),
                                s.positions_BxT[:, pre], s.valid_BxT[:, pre], cache)
-    return cache, coconut._last_present(h, s.valid_BxT[:, pre])   # pylint: disable=protected-access
+    return cache, coconut.last_present(h, s.valid_BxT[:, pre])
 
   lat = slice(first, first + m)
   positions, active = seq.positions_BxT[:, lat].T, seq.valid_BxT[:, lat].T

@@ -1,6 +1,7 @@
-"""What the sweep benchmarks share (`bench_modular.py`, `bench_transformers.py`): the trainer's chunk
-timed per step, rounds interleaved between the programs compared, the machine's load, the matmul
-peak, and the PyTorch subprocess (`torch_steps.py`).
+"""What the sweep benchmarks share (`benchmarks.modular`, `benchmarks.transformers`): the
+trainer's chunk timed per step, rounds interleaved between the programs compared, the machine's
+load, the matmul peak, the matmuls of a step (from `core.program.step_jaxpr`), and the PyTorch
+subprocess (`benchmarks/torch_steps.py`, run by the Python that has torch: `torch_python`).
 
 Timings on a shared machine drift; a ratio is only read from timings taken in the same rounds: each
 round times every program once, in a rotated order, and the median over rounds is reported. Every
@@ -27,15 +28,17 @@ import time
 from typing import Callable
 
 import jax
+from jax.extend import core as jex_core
 import jax.numpy as jnp
 import numpy as np
 
 from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import program
 from jaxdyn.core import trainer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TORCH_PYTHONS = ('/work/torchvenv/bin/python',)
+TORCH_PYTHON_ENV = 'JAXDYN_TORCH_PYTHON'
 
 
 def pin_cores(cores: int) -> str:
@@ -152,20 +155,44 @@ def matmul_flops(seconds: float) -> float:
   return 2 * MATMUL_N ** 3 / seconds
 
 
+def _has_torch(python: str) -> bool:
+  try:
+    return subprocess.run([python, '-c', 'import torch'], capture_output=True,
+                          check=False).returncode == 0
+  except OSError:   # no such interpreter
+    return False
+
+
+def torch_python(python: str | None = None) -> tuple[str | None, str]:
+  """The Python that runs `torch_steps.py`: `python` (a benchmark's `--torch_python`), else the
+  `JAXDYN_TORCH_PYTHON` environment variable, else this Python if it has torch. Returns (the
+  interpreter, where it came from), or (None, a one-line message saying why the PyTorch comparison
+  is skipped)."""
+  for given, source in ((python, '--torch_python'),
+                        (os.environ.get(TORCH_PYTHON_ENV), TORCH_PYTHON_ENV)):
+    if given:
+      if _has_torch(given):
+        return given, f'{source}={given}'
+      return None, (f'{source}={given} cannot import torch; the PyTorch comparison is skipped')
+  if _has_torch(sys.executable):
+    return sys.executable, f'this Python ({sys.executable})'
+  return None, (f'no Python with torch (give one with --torch_python=PATH or '
+                f'{TORCH_PYTHON_ENV}=PATH; this one has none); the PyTorch comparison is skipped')
+
+
 class TorchSteps:
-  """The PyTorch column: `torch_steps.py` in a subprocess (a Python with torch, found in
-  `TORCH_PYTHONS`, or this one), its cases given as {name: (spec, arrays)}; `timer(name, steps)`
-  times `steps` of its steps per call, to interleave with the jaxdyn timers. `available` is False
-  (and `why` says why) where no Python with torch is found."""
+  """The PyTorch column: `torch_steps.py` in a subprocess (the Python `torch_python(python)` picks),
+  its cases given as {name: (spec, arrays)}; `timer(name, steps)` times `steps` of its steps per
+  call, to interleave with the jaxdyn timers. `source` says which Python runs it; `available` is
+  False (and `why` says why) where no Python with torch is given or found."""
 
   def __init__(self, cases: dict[str, tuple[dict, dict]], python: str | None = None):
-    self.proc, self.info, self.why = None, {}, ''
-    python = python or self._find_python()
+    self.proc, self.info, self.why, self.source = None, {}, '', ''
+    python, found = torch_python(python)
     if python is None:
-      self.why = ('torch not installed: no Python with torch in ' + ', '.join(TORCH_PYTHONS) +
-                  ' nor this one (e.g. python3 -m venv /work/torchvenv && /work/torchvenv/bin/pip '
-                  'install torch); the PyTorch column is skipped')
+      self.why = found
       return
+    self.source = found
     self.dir = tempfile.mkdtemp(prefix='torch_steps_')
     path = os.path.join(self.dir, 'cases.npz')
     flat = {}
@@ -178,21 +205,13 @@ class TorchSteps:
     line = self.proc.stdout.readline()
     if not line:
       self.close()
-      self.why = f'{python} launch/torch_steps.py failed to start (see its error above)'
+      self.why = f'{python} benchmarks/torch_steps.py failed to start (see its error above)'
       return
     self.info = json.loads(line)
 
   @property
   def available(self) -> bool:
     return self.proc is not None
-
-  @staticmethod
-  def _find_python() -> str | None:
-    for python in (*TORCH_PYTHONS, sys.executable):
-      if os.path.exists(python) and subprocess.run(
-          [python, '-c', 'import torch'], capture_output=True, check=False).returncode == 0:
-        return python
-    return None
 
   def timer(self, name: str, steps: int, threads: int) -> Callable[[], tuple[float, float]]:
     def run() -> tuple[float, float]:
@@ -227,14 +246,9 @@ class TorchSteps:
 
 def step_dots(task: trainer.Task) -> dict[tuple, int]:
   """The matmuls (`dot_general`) of one member's lean training step (batch, loss, gradient,
-  update), from its jaxpr: {(lhs shape, rhs shape, dimension numbers): how many} (a `scan`'s body
-  counted `length` times)."""
-  one = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
-  state = jax.eval_shape(lambda: trainer.init_state(task))
-  mesh = mesh_lib.make_mesh(1, 1, 1)
-  closed = jax.make_jaxpr(functools.partial(trainer._member_step, task, mesh, False, 1))(
-      one(state['members']), jax.ShapeDtypeStruct((), jnp.int32), one(task.data),
-      task.shared_data, one(task.hparams))
+  update), from its jaxpr (`core.program.step_jaxpr`): {(lhs shape, rhs shape, dimension numbers):
+  how many} (a `scan`'s body counted `length` times)."""
+  closed = program.step_jaxpr(task)
   dots: dict[tuple, int] = {}
 
   def visit(jaxpr, times: int) -> None:
@@ -244,7 +258,7 @@ def step_dots(task: trainer.Task) -> dict[tuple, int]:
                eqn.params['dimension_numbers'])
         dots[key] = dots.get(key, 0) + times
       inner = times * (eqn.params.get('length', 1) if eqn.primitive.name == 'scan' else 1)
-      for sub in members_lib._subjaxprs(eqn.params):
+      for sub in jex_core.jaxprs_in_params(eqn.params):
         visit(sub, inner)
   visit(closed.jaxpr, 1)
   return dots

@@ -1,6 +1,6 @@
 r"""Benchmark of jaxdyn GaLore against optax.adamw and optax.contrib.galore (ratios, one run).
 
-  PYTHONPATH=. python launch/bench_galore.py            # defaults: about 2-3 minutes on 2 CPU cores
+  python -m benchmarks.galore            # defaults: about 2-3 minutes on 2 CPU cores
 
 Three parts, each printed as ratios measured in the same run:
 

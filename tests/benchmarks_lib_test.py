@@ -1,19 +1,18 @@
-"""Tests for the benchmarks' shared helpers (launch/bench_lib.py): the matmul count of a step, the
-fixed-batch task the PyTorch comparison uses, the op loop of `--ops` and the op kinds of
-`--profile`; and that bench_modular.py's rewrites of the batched ops compute what vmap computes."""
+"""Tests for the benchmarks' shared helpers (benchmarks/lib.py): the matmul count of a step, the
+fixed-batch task the PyTorch comparison uses, the op loop of `--ops`, the op kinds of `--profile`
+and where the PyTorch interpreter comes from; and that benchmarks/modular.py's rewrites of the
+batched ops compute what vmap computes."""
 
 import os
-import sys
+from unittest import mock
 
 from absl.testing import absltest
 import jax
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                'launch'))
-import bench_lib  # noqa: E402
-import bench_modular  # noqa: E402
-from jaxdyn.experiments import modular_addition  # noqa: E402
+from benchmarks import lib
+from benchmarks import modular
+from jaxdyn.experiments import modular_addition
 
 
 def _modular_task(modulus=5, hidden=8, members=2, batch_size=0):
@@ -32,15 +31,15 @@ class BenchLibTest(absltest.TestCase):
     # multiplies matrices (the embeddings are gathers), so 6·n·q·d.
     task = _modular_task()
     n = task.data['train_inputs'].shape[1]
-    self.assertEqual(bench_lib.step_matmul_flops(task), 6 * n * 8 * 5)
+    self.assertEqual(lib.step_matmul_flops(task), 6 * n * 8 * 5)
 
   def test_dot_flops_of_a_batched_contraction(self):
     dims = (((2,), (1,)), ((0,), (0,)))   # (b, m, k) x (b, k, n)
-    self.assertEqual(bench_lib.dot_flops(((3, 4, 5), (3, 5, 6), dims)), 2 * 3 * 4 * 6 * 5)
+    self.assertEqual(lib.dot_flops(((3, 4, 5), (3, 5, 6), dims)), 2 * 3 * 4 * 6 * 5)
 
   def test_fixed_batch_is_the_first_batch_every_step(self):
     task = _modular_task(batch_size=4)   # minibatches: the task's own batches change every epoch
-    fixed = bench_lib.fixed_batch(task)
+    fixed = lib.fixed_batch(task)
     data = jax.tree.map(lambda x: x[1], fixed.data)
     key = jax.random.fold_in(jax.random.key(int(task.hparams['seed'][1])), 1)
     first = task.get_batch(jax.tree.map(lambda x: x[1], task.data), 0, key)
@@ -55,7 +54,7 @@ class BenchLibTest(absltest.TestCase):
     def op(x):
       jax.debug.callback(lambda: calls.append(1))
       return x * 2.0
-    timer = bench_lib.loop_timer(op, (np.ones(3, np.float32),), reps=4, repeats=2)
+    timer = lib.loop_timer(op, (np.ones(3, np.float32),), reps=4, repeats=2)
     calls.clear()
     wall, cpu = timer()
     self.assertLen(calls, 2 * 4)   # `repeats` calls of `reps` evaluations, none hoisted out
@@ -64,12 +63,12 @@ class BenchLibTest(absltest.TestCase):
 
   def test_op_kinds_of_the_modular_step(self):
     task = _modular_task(modulus=7, hidden=16)
-    kinds = bench_lib._op_kinds(task, 'all', steps=3)
+    kinds = lib._op_kinds(task, 'all', steps=3)
     named = {kind for kind, _ in kinds.values()}
     self.assertContainsSubset({'matmul', 'gather', 'scatter'}, named)
     # the loops (their trace events contain the other ops' time) are left out
     loops = [line.split(' = ', 1)[0].strip().removeprefix('ROOT ').lstrip('%')
-             for line in bench_lib._chunk_text(task, 'all', 3).splitlines()
+             for line in lib._chunk_text(task, 'all', 3).splitlines()
              if ' while(' in line and ' = ' in line]
     self.assertNotEmpty(loops)
     self.assertFalse(set(loops) & set(kinds))
@@ -77,7 +76,7 @@ class BenchLibTest(absltest.TestCase):
   def test_batched_op_rewrites_equal_the_vmapped_op(self):
     n, q, d, s = 12, 8, 5, 3
     base = None
-    for name, (fn, args, batched) in bench_modular.op_fns(n, q, d, s).items():
+    for name, (fn, args, batched) in modular.op_fns(n, q, d, s).items():
       if not name.startswith('  '):   # an op as the step has it; the rewrites of it follow
         base = fn
         continue
@@ -88,6 +87,42 @@ class BenchLibTest(absltest.TestCase):
       want = jax.jit(jax.vmap(base))(*many)
       jax.tree.map(lambda a, b, name=name: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5,
                                                                       err_msg=name), got, want)
+
+
+  def _interpreter(self, has_torch: bool) -> str:
+    """A stand-in interpreter: `python -c 'import torch'` succeeds or fails."""
+    path = os.path.join(self.create_tempdir().full_path, 'python')
+    with open(path, 'w') as f:
+      f.write(f'#!/bin/sh\nexit {0 if has_torch else 1}\n')
+    os.chmod(path, 0o755)
+    return path
+
+  def test_torch_python_from_the_flag_then_the_environment(self):
+    with_torch, without = self._interpreter(True), self._interpreter(False)
+    with mock.patch.dict(os.environ, {lib.TORCH_PYTHON_ENV: without}):
+      self.assertEqual(lib.torch_python(with_torch)[0], with_torch)   # the flag first
+    with mock.patch.dict(os.environ, {lib.TORCH_PYTHON_ENV: with_torch}):
+      python, source = lib.torch_python(None)
+    self.assertEqual(python, with_torch)
+    self.assertIn(lib.TORCH_PYTHON_ENV, source)
+
+  def test_torch_python_without_torch_says_the_comparison_is_skipped(self):
+    without = self._interpreter(False)
+    for flag, env in ((without, None), (None, without), ('/no/such/python', None)):
+      with mock.patch.dict(os.environ, {lib.TORCH_PYTHON_ENV: env or ''}):
+        python, why = lib.torch_python(flag)
+      self.assertIsNone(python)
+      self.assertIn('skipped', why)
+      self.assertNotIn('\n', why)
+    with mock.patch.dict(os.environ, {lib.TORCH_PYTHON_ENV: ''}), \
+        mock.patch.object(lib, '_has_torch', lambda python: False):
+      python, why = lib.torch_python(None)   # neither given, and this Python has no torch
+      steps = lib.TorchSteps({})
+    self.assertIsNone(python)
+    self.assertIn('--torch_python', why)
+    self.assertIn(lib.TORCH_PYTHON_ENV, why)
+    self.assertFalse(steps.available)
+    self.assertEqual(steps.why, why)
 
 
 if __name__ == '__main__':

@@ -1,9 +1,10 @@
 """Plain PyTorch (eager, CPU) versions of jaxdyn training steps, for the benchmarks' PyTorch column.
 
-Run by `launch/bench_modular.py` and `launch/bench_transformers.py` as a subprocess with a Python
-that has torch (it imports neither jax nor jaxdyn, so torch can live in its own virtualenv):
+Run by `benchmarks.modular` and `benchmarks.transformers` (`lib.TorchSteps`) as a subprocess with a
+Python that has torch (it imports neither jax nor jaxdyn, so torch can live in its own virtualenv;
+the benchmarks take it from `--torch_python` or the `JAXDYN_TORCH_PYTHON` environment variable):
 
-  /work/torchvenv/bin/python launch/torch_steps.py CASES.npz
+  $JAXDYN_TORCH_PYTHON benchmarks/torch_steps.py CASES.npz
 
 It builds every case in CASES.npz (one fixed batch each, made by the jaxdyn task; `<case>/spec`
 holds the shapes and optimizer as JSON), prints READY, then answers each stdin line
