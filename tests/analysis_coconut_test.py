@@ -198,8 +198,8 @@ class ReportTest(absltest.TestCase):
     text = probes.describe_probes(summary).splitlines()
     self.assertLen(text, 3)
     self.assertEqual(text[1], '  t1: +0.500  -0.250  +0.000   ordered 50%, 100%, 25%')
-    self.assertTrue(text[2].endswith('correct 0.500 | incorrect 0.250; top frontier node correct in '
-                                     '75% of 4'))
+    self.assertTrue(text[2].endswith('correct 0.500 | incorrect 0.250; top frontier node correct '
+                                     'in 75% of 4'))
     diagnosis = [{'method': 'cot', 'seed': 0, 'split': 'test', 'accuracy': 0.5,
                   'accuracy_by_hops': {'1': [0.5, 2]}, 'names_a_candidate': 1.0,
                   'chain_first_edge': 1.0, 'chain_path': 0.5, 'chain_ends_at_answer': 0.5,

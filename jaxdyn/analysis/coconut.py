@@ -19,8 +19,8 @@ implicit value function off it (correct frontier nodes valued above the others, 
 low height); `frontier_values` measures the same on our model.
 
 On a run's trained members (`models.coconut.Layout` fixes the sequences): `probe` and
-`probe_report` (the probes above, figures probe.png, value.png, attention.png), `diagnose` (what each
-member writes: accuracy by split and hops, CoT's chains), `method_rows` / `method_table` /
+`probe_report` (the probes above, figures probe.png, value.png, attention.png), `diagnose` (what
+each member writes: accuracy by split and hops, CoT's chains), `method_rows` / `method_table` /
 `plot_accuracy` (the method table beside the paper's Table 1), and their text for a launcher
 (`describe_probes`, `describe_diagnosis`).
 """
@@ -489,8 +489,8 @@ def describe_probes(probe_summary: Mapping[str, dict]) -> str:
       lines.append(f'  t{j + 1}: ' + '  '.join(f'{v:+.3f}' for v in row)
                    + f'   ordered {rate:.0%}, {pair[0]:.0%}, {pair[1]:.0%}')
     v = p['values']
-    lines.append('  value of the first thought\'s frontier nodes, p(token | thought) by height 0..: '
-                 'correct ' + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][0])
+    lines.append('  value of the first thought\'s frontier nodes, p(token | thought) by height '
+                 '0..: correct ' + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][0])
                  + ' | incorrect '
                  + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][1])
                  + f'; top frontier node correct in {v["top_correct"]:.0%} of '
@@ -499,10 +499,12 @@ def describe_probes(probe_summary: Mapping[str, dict]) -> str:
 
 
 def describe_diagnosis(diagnosis: Sequence[dict]) -> str:
-  """The rows of `diagnose` (as read back from summary.json) as text, one line per member and split."""
-  lines = ['diagnosis (each member in its inference layout, the first 300 questions of each split; '
-           'accuracy by shortest-path length; share naming the answer or the distractor; CoT: first '
-           'written step an edge out of the entity, chain a path from it, path ending at the answer):']
+  """The rows of `diagnose` (as read back from summary.json) as text, one line per member and
+  split."""
+  lines = ['diagnosis (each member in its inference layout, the first 300 questions of each '
+           'split; accuracy by shortest-path length; share naming the answer or the distractor; '
+           'CoT: first written step an edge out of the entity, chain a path from it, path ending '
+           'at the answer):']
   for r in diagnosis:
     hops = ' '.join(f'{h}:{a:.3f}(n={n})' for h, (a, n) in r['accuracy_by_hops'].items())
     chain = (f' | chain: first edge {r["chain_first_edge"]:.3f}, path {r["chain_path"]:.3f}, ends '

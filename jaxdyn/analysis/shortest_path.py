@@ -8,7 +8,8 @@ graphs, averaged over random edge orders (`spectral_paths.learned_edge_embedding
 (`spectral_paths.embedding_vs_spectrum`), with the edges shuffled as the chance level. Figures:
 `plot_embedding_scatter` (eigenvector entries against their fit from the embedding),
 `plot_edge_embedding` (correlations: trained, initialisation, shuffled), `plot_optimal_by_size`
-(held-out valid / optimal rates by graph size beside SLN). `summary_tables`: a run's summary as text.
+(held-out valid / optimal rates by graph size beside SLN). `summary_tables`: a run's summary as
+text.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def embedding_statistics(embeddings: Sequence[tuple[np.ndarray, np.ndarray, int]
   return {k: float(np.mean([s[k] for s in stats if k in s])) for k in keys}
 
 
-def sln_by_size(held: Mapping[str, np.ndarray], sizes: Sequence[int]) -> dict[str, dict[int, float]]:
+def sln_by_size(held: Mapping[str, np.ndarray],
+                sizes: Sequence[int]) -> dict[str, dict[int, float]]:
   """SLN (commute embedding) on held-out rows: {'optimal'|'valid': {size: rate}}."""
   out = spectral_paths.sln_on_graphs(held['adj'], held['num_nodes'], held['source'], held['target'])
   return {k: {int(s): float(np.mean(out[k][held['num_nodes'] == s])) for s in sizes}
@@ -146,7 +148,8 @@ def summary_tables(summary: Mapping, sizes: Sequence[int]) -> str:
   SLN, and the edge embedding's correlations, as markdown tables."""
   s = summary
   lines = [f'step {s["step"]}, {s["num_seeds"]} seeds; held-out rates by size (mean ± sem over '
-           'seeds):', '| nodes | valid % | optimal % | SLN (commute) optimal % |\n|---|---|---|---|']
+           'seeds):',
+           '| nodes | valid % | optimal % | SLN (commute) optimal % |\n|---|---|---|---|']
   for size in sizes:
     (v, ve), (o, oe) = s['by_size_mean_sem']['valid'][size], s['by_size_mean_sem']['optimal'][size]
     lines.append(f'| {size} | {100 * v:.1f} ± {100 * ve:.1f} | {100 * o:.1f} ± {100 * oe:.1f} | '
