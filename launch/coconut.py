@@ -19,6 +19,7 @@ import os
 from absl import app, flags
 from ml_collections import config_flags
 
+from jaxdyn.analysis import coconut as probes
 from jaxdyn.experiments import coconut as lib
 
 _CONFIG = config_flags.DEFINE_config_file('config', 'configs/coconut.py', 'Experiment config.')
@@ -33,28 +34,9 @@ def main(argv):
     print(f.read())
   with open(os.path.join(result.workdir, 'summary.json'), encoding='utf-8') as f:
     summary = json.load(f)
-  for method, p in summary['probes'].items():
-    print(f'{method}: thought · node embedding (rows: thoughts; columns: {", ".join(p["groups"])}); '
-          'share of questions ordered: all three, frontier > reachable, reachable > unreachable')
-    for j, (row, rate, pair) in enumerate(zip(p['scores_MxGroup'], p['ordering_rate'],
-                                              p['pairwise_rates_Mx2'])):
-      print(f'  t{j + 1}: ' + '  '.join(f'{v:+.3f}' for v in row)
-            + f'   ordered {rate:.0%}, {pair[0]:.0%}, {pair[1]:.0%}')
-    v = p['values']
-    print(f'  value of the first thought\'s frontier nodes, p(token | thought) by height 0..: correct '
-          + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][0]) + ' | incorrect '
-          + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][1])
-          + f'; top frontier node correct in {v["top_correct"]:.0%} of {v["num_questions"]}')
-  print('diagnosis (each member in its inference layout, the first 300 questions of each split; '
-        'accuracy by shortest-path length; share naming the answer or the distractor; CoT: first '
-        'written step an edge out of the entity, chain a path from it, path ending at the answer):')
-  for r in summary['diagnosis']:
-    hops = ' '.join(f'{h}:{a:.3f}(n={n})' for h, (a, n) in r['accuracy_by_hops'].items())
-    chain = (f' | chain: first edge {r["chain_first_edge"]:.3f}, path {r["chain_path"]:.3f}, ends '
-             f'at the answer {r["chain_ends_at_answer"]:.3f}, {r["chain_steps"]:.2f} steps'
-             if 'chain_path' in r else '')
-    print(f'  {r["method"]:<22} seed {r["seed"]} {r["split"]:<5} accuracy {r["accuracy"]:.3f} '
-          f'(by hops {hops}) names a candidate {r["names_a_candidate"]:.3f}{chain}')
+  if summary['probes']:
+    print(probes.describe_probes(summary['probes']))
+  print(probes.describe_diagnosis(summary['diagnosis']))
 
 
 if __name__ == '__main__':

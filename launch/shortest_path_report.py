@@ -17,6 +17,7 @@ import shutil
 from absl import app, flags
 from ml_collections import config_flags
 
+from jaxdyn.analysis import shortest_path as analysis
 from jaxdyn.experiments import shortest_path as lib
 
 _CONFIG = config_flags.DEFINE_config_file('config', 'configs/shortest_path.py:cpu',
@@ -31,23 +32,10 @@ def main(argv):
   del argv
   config = _CONFIG.value
   s = lib.report_from_checkpoint(config, _WORKDIR.value, _STEP.value)
-  print(f'step {s["step"]}, {s["num_seeds"]} seeds; held-out rates by size (mean ± sem over seeds):')
-  print('| nodes | valid % | optimal % | SLN (commute) optimal % |\n|---|---|---|---|')
-  for size in config.data.sizes:
-    (v, ve), (o, oe) = s['by_size_mean_sem']['valid'][size], s['by_size_mean_sem']['optimal'][size]
-    print(f'| {size} | {100 * v:.1f} ± {100 * ve:.1f} | {100 * o:.1f} ± {100 * oe:.1f} | '
-          f'{100 * s["sln_commute"]["optimal"][size]:.1f} |')
-  print(f'all sizes: valid {100 * s["final_mean_over_seeds"]["eval/valid"]:.1f}%, optimal '
-        f'{100 * s["final_mean_over_seeds"]["eval/optimal"]:.1f}%')
-  print('normalised correlation with u_1..u_k (mean ± sem over seeds):')
-  print('| k | trained | initialisation | trained, edges shuffled |\n|---|---|---|---|')
-  dims = sorted({int(k.rsplit('_', 1)[1]) for k in s['correlation_mean_sem']})
-  for k in dims:
-    cells = [s['correlation_mean_sem'][f'{name}_{k}'] for name in ('trained', 'init', 'shuffled')]
-    print(f'| {k} | ' + ' | '.join(f'{m:.3f} ± {e:.3f}' for m, e in cells) + ' |')
+  print(analysis.summary_tables(s, config.data.sizes))
   if _FIGURES_TO.value:
     figdir = os.path.join(_WORKDIR.value, 'figures')
-    for name in ('curves', 'optimal_by_size', 'edge_embedding', 'embedding_scatter'):
+    for name in analysis.FIGURES:
       dest = os.path.join(_FIGURES_TO.value, f'{_PREFIX.value}{name}.png')
       shutil.copyfile(os.path.join(figdir, f'{name}.png'), dest)
       print('wrote', dest)

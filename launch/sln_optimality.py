@@ -32,11 +32,7 @@ def main(argv):
   start = time.perf_counter()
   rows = spectral_paths.sln_table([int(s) for s in _SIZES.value], _NUM_GRAPHS.value, seed=_SEED.value,
                                   kind=_KIND.value, edge_prob=_EDGE_PROB.value)
-  table = results.markdown_table(
-      rows, {'nodes': 'size', 'embedding': 'embedding', 'optimal %': lambda r: 100 * r['optimal'],
-             'valid %': lambda r: 100 * r['valid'], 'mean edges': 'mean_edges',
-             'mean distance': 'mean_dist', 'graphs': 'num_graphs'},
-      {'optimal %': '.2f', 'valid %': '.2f', 'mean edges': '.1f', 'mean distance': '.2f'})
+  table = spectral_paths.sln_markdown(rows)
   print(table)
   results.write_markdown(os.path.join(_WORKDIR.value, 'sln_optimality.md'), table)
   results.write_json(os.path.join(_WORKDIR.value, 'sln_optimality.json'), rows)

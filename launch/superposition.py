@@ -13,11 +13,11 @@ dual and matched readouts: where the construction breaks. Columns: see
 DIR/superposition_{thoughts,dim}.png.
 """
 
+import functools
 import os
 import time
 
 from absl import app, flags
-import numpy as np
 
 from jaxdyn.analysis import superposition
 from jaxdyn.core import results
@@ -32,50 +32,27 @@ _DIM_RATIOS = flags.DEFINE_list('dim_ratios', ['0.25', '0.5', '0.75', '1', '2', 
                                 'd / n of the dimension sweep.')
 _SEED = flags.DEFINE_integer('seed', 0, 'Seed of graphs and embeddings.')
 
-COLUMNS = {'kind': 'kind', 'n': 'n', 'D': 'D', 'embedding': 'embedding', 'readout': 'readout',
-           'd': 'd', 'graphs': 'graphs', 'edges': 'edges_mean', 'ecc': 'ecc_mean',
-           'answer %': lambda r: 100 * r['answer_acc'], 'reach %': lambda r: 100 * r['reach_acc'],
-           'exact V_c %': lambda r: 100 * r['exact'], 'cos min': 'cos_min',
-           'gap/ε₂ min': 'gap_min', 'margin min': 'margin_min'}
-FORMATS = {'edges': '.1f', 'ecc': '.2f', 'answer %': '.1f', 'reach %': '.1f', 'exact V_c %': '.1f',
-           'cos min': '.6f', 'gap/ε₂ min': '.2f', 'margin min': '.3f'}
-
 
 def main(argv):
   del argv
   start = time.perf_counter()
   seed = _SEED.value
-  rows = []
-  for kind in _KINDS.value:
-    for n in map(int, _SIZES.value):
-      for depth in map(int, _DEPTHS.value):
-        if kind in ('dag',) and n - max(1, round(n / 3)) < depth + 1:
-          continue
-        for embedding in ('onehot', 'random'):
-          rows.append(superposition.evaluate(n, depth, kind=kind, embedding=embedding,
-                                             num_graphs=_NUM_GRAPHS.value, seed=seed))
-          print(rows[-1], flush=True)
-  table = results.markdown_table(rows, COLUMNS, FORMATS)
+  show = functools.partial(print, flush=True)
+  rows = superposition.size_table(_KINDS.value, [int(n) for n in _SIZES.value],
+                                  [int(d) for d in _DEPTHS.value], num_graphs=_NUM_GRAPHS.value,
+                                  seed=seed, on_row=show)
+  table = results.markdown_table(rows, superposition.COLUMNS, superposition.FORMATS)
   dim_rows = []
   if _DIM_N.value:
     n = _DIM_N.value
-    for readout in ('dual', 'matched'):
-      for ratio in map(float, _DIM_RATIOS.value):
-        dim_rows.append(superposition.evaluate(n, 4, embedding='random', dim=max(1, round(ratio * n)),
-                                               readout=readout, num_graphs=_NUM_GRAPHS.value,
-                                               seed=seed))
-        print(dim_rows[-1], flush=True)
-    table += '\n' + results.markdown_table(dim_rows, COLUMNS, FORMATS)
+    dim_rows = superposition.dimension_table(n, [float(r) for r in _DIM_RATIOS.value],
+                                             num_graphs=_NUM_GRAPHS.value, seed=seed, on_row=show)
+    table += '\n' + results.markdown_table(dim_rows, superposition.COLUMNS, superposition.FORMATS)
     superposition.plot_dimension_sweep(
         dim_rows, os.path.join(_WORKDIR.value, 'superposition_dim.png'),
         f'random embeddings, n = {n}, D = 4, {_NUM_GRAPHS.value} layered DAGs; dual W = U⁺, '
         'matched W = Uᵀ')
-  rng = np.random.default_rng(seed)
-  while True:   # an example whose farthest node is exactly D = 5 steps away
-    edges, root, _, _ = superposition.random_question(rng, 'dag', 20, 5)
-    sets = superposition.reachable_sets(20, edges, root, 5)
-    if not np.array_equal(sets[4], sets[5]):
-      break
+  edges, root = superposition.example_question(seed, 20, 5)
   con = superposition.build(20, len(edges), max_thoughts=6)
   superposition.plot_thoughts(con, edges, root, 6, os.path.join(_WORKDIR.value,
                                                                 'superposition_thoughts.png'),

@@ -1,7 +1,11 @@
 """jaxdyn.analysis.coconut: node groups by BFS distance on a hand graph, group scores and the
 ordering rate on hand-made thoughts (a superposition of the frontier's embeddings ranks the frontier
 first), the value analysis, the diagnostics of written chains and answers on hand-made generations,
-and the thoughts / attention maps against the model's own forward."""
+the thoughts / attention maps against the model's own forward, and the method table, accuracy
+figure and text of a run's report on hand-made records."""
+
+import os
+import tempfile
 
 from absl.testing import absltest
 import jax
@@ -153,6 +157,57 @@ class ModelProbeTest(absltest.TestCase):
     # Present queries give absent keys (padding, unused slots) no weight.
     self.assertTrue(np.all(a[0][:, valid[0]][:, :, ~valid[0]] == 0))
 
+
+
+class ReportTest(absltest.TestCase):
+
+  # Two methods × two seeds, three evaluations; members in sweep order (method-major).
+  MEMBERS = [{'seed': 0, 'method': 0}, {'seed': 1, 'method': 0}, {'seed': 0, 'method': 1},
+             {'seed': 1, 'method': 1}]
+  HISTORY = {'step': np.array([1, 2, 3]),
+             'eval/val_accuracy': np.array([[.1, .2, .3, .4], [.5, .1, .2, .2], [.2, .1, .9, .1]]),
+             'eval/test_accuracy': np.array([[.0, .1, .2, .3], [.4, .5, .6, .7], [.2, .4, .6, .8]]),
+             'eval/test_tokens': np.array([[9., 9., 3., 3.], [9., 9., 3., 3.], [10., 8., 3., 5.]])}
+
+  def test_method_rows(self):
+    rows = probes.method_rows(self.HISTORY, self.MEMBERS, ['cot', 'cot', 'coconut', 'coconut'],
+                              ('coconut', 'cot'), {'cot': (77.5, 1.9, 49.4)})
+    self.assertEqual([r['method'] for r in rows], ['coconut', 'cot'])
+    coconut, cot = rows
+    self.assertAlmostEqual(cot['test_accuracy'], 30.0)            # (20 + 40) / 2
+    self.assertAlmostEqual(cot['test_accuracy/sem'], 10.0)
+    self.assertAlmostEqual(coconut['tokens'], 4.0)
+    # Best validation: cot seed 0 at step 2 (40), seed 1 at step 1 (10); coconut at step 3 (60)
+    # and step 1 (30).
+    np.testing.assert_allclose(cot['test_at_best_val/values'], [40.0, 10.0])
+    np.testing.assert_allclose(coconut['test_at_best_val/values'], [60.0, 30.0])
+    self.assertEqual(cot['paper'], '77.5 ± 1.9')
+    self.assertEqual(coconut['paper'], '')
+    self.assertTrue(np.isnan(coconut['paper_tokens']))
+    table = probes.method_table(rows)
+    self.assertIn('test acc. at best val (%)', table)
+    self.assertIn('| cot |', table)
+    path = probes.plot_accuracy(rows, [97.0, 77.5], os.path.join(tempfile.mkdtemp(), 'a.png'), 't')
+    self.assertGreater(os.path.getsize(path), 0)
+
+  def test_describe(self):
+    summary = {'coconut': {'groups': list(probes.GROUP_NAMES), 'scores_MxGroup': [[0.5, -0.25, 0.]],
+                           'ordering_rate': [0.5], 'pairwise_rates_Mx2': [[1.0, 0.25]],
+                           'values': {'mean_correct_incorrect_by_height': [[0.5], [0.25]],
+                                      'top_correct': 0.75, 'num_questions': 4}}}
+    text = probes.describe_probes(summary).splitlines()
+    self.assertLen(text, 3)
+    self.assertEqual(text[1], '  t1: +0.500  -0.250  +0.000   ordered 50%, 100%, 25%')
+    self.assertTrue(text[2].endswith('correct 0.500 | incorrect 0.250; top frontier node correct '
+                                     'in 75% of 4'))
+    diagnosis = [{'method': 'cot', 'seed': 0, 'split': 'test', 'accuracy': 0.5,
+                  'accuracy_by_hops': {'1': [0.5, 2]}, 'names_a_candidate': 1.0,
+                  'chain_first_edge': 1.0, 'chain_path': 0.5, 'chain_ends_at_answer': 0.5,
+                  'chain_steps': 2.0}]
+    lines = probes.describe_diagnosis(diagnosis).splitlines()
+    self.assertLen(lines, 2)
+    self.assertIn('accuracy 0.500 (by hops 1:0.500(n=2)) names a candidate 1.000 | chain: first '
+                  'edge 1.000, path 0.500, ends at the answer 0.500, 2.00 steps', lines[1])
 
 if __name__ == '__main__':
   absltest.main()

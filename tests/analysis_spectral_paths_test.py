@@ -241,5 +241,16 @@ class CorrelationTest(absltest.TestCase):
     self.assertGreater(r.min(), 0.8)
 
 
+
+class TableTest(absltest.TestCase):
+
+  def test_sln_markdown(self):
+    rows = [{'size': 5, 'embedding': 'commute', 'optimal': 0.995, 'valid': 1.0, 'mean_edges': 4.5,
+             'mean_dist': 1.25, 'num_graphs': 10}]
+    table = sp.sln_markdown(rows)
+    self.assertIn('| nodes | embedding | optimal % | valid % | mean edges | mean distance '
+                  '| graphs |', table)
+    self.assertIn('| 5 | commute | 99.50 | 100.00 | 4.5 | 1.25 | 10 |', table)
+
 if __name__ == '__main__':
   absltest.main()

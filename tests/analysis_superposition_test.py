@@ -154,5 +154,24 @@ class BadInputTest(absltest.TestCase):
       sp.encode(4, 3, CHAIN, 0, (3,), 2)
 
 
+
+class StudyTest(absltest.TestCase):
+
+  def test_example_question_has_the_depth(self):
+    edges, root = sp.example_question(0, 12, 3)
+    sets = sp.reachable_sets(12, edges, root, 4)
+    self.assertFalse(np.array_equal(sets[2], sets[3]))   # something first reached at step 3
+    np.testing.assert_array_equal(sets[3], sets[4])      # nothing farther
+
+  def test_tables(self):
+    seen = []
+    rows = sp.size_table(['dag'], [6], [2, 8], num_graphs=2, seed=1, on_row=seen.append)
+    # A layered DAG of 6 nodes has no depth 8: only D = 2, one-hot and random.
+    self.assertEqual([(r['D'], r['embedding']) for r in rows], [(2, 'onehot'), (2, 'random')])
+    self.assertEqual(seen, rows)
+    dims = sp.dimension_table(6, [0.5, 1.0], depth=2, num_graphs=2, seed=1)
+    self.assertEqual([(r['readout'], r['d']) for r in dims],
+                     [('dual', 3), ('dual', 6), ('matched', 3), ('matched', 6)])
+
 if __name__ == '__main__':
   absltest.main()

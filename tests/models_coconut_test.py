@@ -224,6 +224,20 @@ class LayoutTest(parameterized.TestCase):
     cot = sequence(d, 0, 0, False, False)
     self.assertEqual(int(cot.prev_BxT[0, q + M + 2]), q - 1)    # no markers: the question's end
 
+  @parameterized.parameters(('coconut', 2), ('cot', coconut.INFERENCE_STAGE), ('pause', 0))
+  def test_method_sequence_is_the_methods_layout(self, method, stage):
+    d = batch(seed=2)
+    m = coconut.METHODS.index(method)
+    got = coconut.method_sequence(d, m, stage, max_latent_stage=M, c_thought=1)
+    want = sequence(d, *coconut.method_layout(m, stage, M, 1))
+    for a, b in zip(got, want):
+      np.testing.assert_array_equal(a, b)
+    layout = coconut.Layout(CFG, FIRST, M, 1, 4)
+    self.assertEqual(layout.max_latents, M)
+    self.assertEqual(hash(layout), hash(coconut.Layout(CFG, FIRST, M, 1, 4)))   # a static argument
+    for a, b in zip(layout.sequence(d, m, stage), want):
+      np.testing.assert_array_equal(a, b)
+
 
 class GenerateTest(absltest.TestCase):
 

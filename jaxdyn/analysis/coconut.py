@@ -17,9 +17,19 @@ probability the LM head gives v's token, softmax(t_j Eᵀ)[v]; a frontier node i
 answer is reachable from it, and its height is its shortest distance to a leaf. The paper reads an
 implicit value function off it (correct frontier nodes valued above the others, the gap widest at
 low height); `frontier_values` measures the same on our model.
+
+On a run's trained members (`models.coconut.Layout` fixes the sequences): `probe` and
+`probe_report` (the probes above, figures probe.png, value.png, attention.png), `diagnose` (what
+each member writes: accuracy by split and hops, CoT's chains), `method_rows` / `method_table` /
+`plot_accuracy` (the method table beside the paper's Table 1), and their text for a launcher
+(`describe_probes`, `describe_diagnosis`).
 """
 
 from __future__ import annotations
+
+import functools
+import os
+from typing import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +37,7 @@ import numpy as np
 
 from jaxdyn.core.figures import plt
 from jaxdyn.core import figures
+from jaxdyn.core import results
 from jaxdyn.data import prosqa
 from jaxdyn.models import coconut as model_lib
 
@@ -314,3 +325,192 @@ def plot_attention(attn_layers, seq: model_lib.Sequence, first_latent: int, max_
                  fontsize=8)
   fig.tight_layout()
   return figures.save(fig, path)
+
+
+# ----------------------------------------------------------------------------------------------
+# One run's trained members
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _probe_arrays(layout: model_lib.Layout, method_id, params, rows, node_tok):
+  """One compiled program (for every method: the method is data) for the probe's arrays: the
+  layout, the thoughts, their token probabilities (B×M×V), the node embeddings and the attention
+  maps."""
+  seq = layout.sequence(rows, method_id)
+  thoughts, _, attn = thoughts_and_attention(layout.cfg, params, seq, layout.first_latent,
+                                             layout.max_latents)
+  probs = jax.nn.softmax(model_lib.logits(layout.cfg, params, thoughts), -1)
+  return seq, thoughts, probs, model_lib.embed(params, node_tok), attn
+
+
+def probe(layout: model_lib.Layout, params, test: dict, method: str, num: int = 256) -> dict:
+  """The probes on one member's params, `num` test questions (a `prosqa.make_dataset` dict) in the
+  method's inference layout: thought · node-embedding by group (M×3, `group_scores`), the
+  per-question ordering rates (all three groups, `ordering_rate`; each pair, `pairwise_rates`), the
+  paper's value analysis of the first thought's frontier nodes (`frontier_values`: value = the
+  probability the LM head gives the node's token, by correctness and height), and the attention
+  maps' inputs (sequence, attention per layer)."""
+  m = layout.max_latents
+  rows = {k: np.asarray(test[k][:num]) for k in ('question', 'steps', 'num_steps', 'target')}
+  node_tok = np.asarray(test['node_token'][:num])
+  seq, thoughts, probs, node_emb, attn = _probe_arrays(
+      layout, jnp.int32(model_lib.METHODS.index(method)), params, rows, node_tok)
+  thoughts, node_emb = np.asarray(thoughts), np.asarray(node_emb)
+  groups = node_groups(test['dist'][:num], test['num_nodes'][:num], m)
+  values = np.take_along_axis(np.asarray(probs), np.repeat(node_tok[:, None], m, 1), axis=2)
+  target_node = np.argmax(node_tok == np.asarray(test['target'][:num])[:, None], axis=1)
+  heights = node_heights(test['adj'][:num], test['num_nodes'][:num])
+  correct = reaches_target(test['adj'][:num], target_node)
+  return {'scores': group_scores(thoughts, node_emb, groups),
+          'ordering_rate': ordering_rate(thoughts, node_emb, groups),
+          'pairwise_rates': pairwise_rates(thoughts, node_emb, groups),
+          'values': frontier_values(values, groups, heights, correct, thought=0),
+          'seq': seq, 'attention': attn}
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _generate_members(layout: model_lib.Layout, params_S, rows, method_ids_S):
+  """S×B×G greedy generations of every member in its method's inference layout (one program)."""
+  return jax.vmap(lambda params, method_id: layout.generate(params, rows, method_id))(
+      params_S, method_ids_S)
+
+
+def diagnose(layout: model_lib.Layout, params_S, methods: Sequence[str], seeds: Sequence[int],
+             splits: Mapping[str, dict], num: int = 300) -> list[dict]:
+  """What each member (params_S, one method and seed each) writes in its inference layout on the
+  first `num` questions of each split (`answer_diagnostics`; for CoT with its chain). One row per
+  member and split, the splits in the order given."""
+  ids = jnp.asarray([model_lib.METHODS.index(n) for n in methods], jnp.int32)
+  out = []
+  for split, data in splits.items():
+    d = {k: v[:num] for k, v in data.items()}
+    rows = {k: jnp.asarray(d[k]) for k in ('question', 'steps', 'num_steps', 'target')}
+    gen = np.asarray(_generate_members(layout, params_S, rows, ids))
+    for i, name in enumerate(methods):
+      out.append({'method': name, 'seed': int(seeds[i]), 'split': split,
+                  **answer_diagnostics(gen[i], d, with_chain=name == 'cot')})
+  return out
+
+
+def probe_report(layout: model_lib.Layout, params_S, members: Sequence[dict],
+                 methods: Sequence[str], test: dict, spec: prosqa.Spec, figdir: str) -> dict:
+  """`probe` on the first seed of Coconut and of Coconut without curriculum (where trained), their
+  figures in `figdir` (probe.png: both methods' `group_scores`; value.png and attention.png: Coconut
+  alone). Returns per probed method the summary.json entry (scores, ordering rates, values)."""
+  probed, probe_summary = {}, {}
+  for method in ('coconut', 'coconut_no_curriculum'):
+    if method not in methods:
+      continue
+    i = list(methods).index(method)   # the method's first seed
+    out = probe(layout, jax.tree.map(lambda a, i=i: a[i], params_S), test, method)
+    probed[f'{method} (seed {members[i]["seed"]})'] = out['scores']
+    probe_summary[method] = {'scores_MxGroup': out['scores'],
+                             'ordering_rate': out['ordering_rate'],
+                             'pairwise_rates_Mx2': out['pairwise_rates'],
+                             'values': out['values'], 'groups': GROUP_NAMES}
+    if method == 'coconut':
+      plot_values(out['values'], os.path.join(figdir, 'value.png'))
+      labels = [prosqa.decode([t], spec) or '·' for t in np.asarray(out['seq'].tokens_BxT[0])]
+      plot_attention(out['attention'], out['seq'], layout.first_latent, layout.max_latents,
+                     os.path.join(figdir, 'attention.png'), labels=labels)
+  if probed:
+    plot_scores(probed, os.path.join(figdir, 'probe.png'),
+                title='continuous thought j · node embedding, by BFS distance from the entity')
+  return probe_summary
+
+
+def method_rows(history: Mapping[str, np.ndarray], members: Sequence[dict],
+                member_methods: Sequence[str], methods: Sequence[str],
+                paper_table: Mapping[str, tuple]) -> list[dict]:
+  """The method table (the paper's Table 1, ProsQA columns), one row per method of `methods`:
+  final test accuracy (%) and tokens, mean ± sem over seeds; the test accuracy at the evaluation
+  with the best validation accuracy (the reference keeps that checkpoint); the paper's accuracy
+  (mean ± sd) and tokens from `paper_table` ({method: (accuracy, sd, tokens)}).
+  `member_methods[i]` is the method of `members[i]` (the run's sweep members)."""
+  rows = results.final_rows(history, members, ['eval/test_accuracy', 'eval/test_tokens'])
+  val, test = history['eval/val_accuracy'], history['eval/test_accuracy']
+  for i, r in enumerate(rows):
+    r['method'] = member_methods[i]
+    r['test_accuracy'] = 100 * r.pop('eval/test_accuracy')
+    r['tokens'] = r.pop('eval/test_tokens')
+    r['test_at_best_val'] = 100 * float(test[int(np.nanargmax(val[:, i])), i])
+  out = []
+  for method in methods:
+    group = [r for r in rows if r['method'] == method]
+    row = {'method': method}
+    for key in ('test_accuracy', 'tokens', 'test_at_best_val'):
+      s = results.over_seeds(group, key, by=[])[0]
+      row.update({key: s[key], f'{key}/sem': s[f'{key}/sem'], f'{key}/values': s[f'{key}/values']})
+    paper = paper_table.get(method)
+    row['paper'] = f'{paper[0]} ± {paper[1]}' if paper else ''
+    row['paper_tokens'] = paper[2] if paper else float('nan')
+    out.append(row)
+  return out
+
+
+def method_table(rows: Sequence[dict]) -> str:
+  """`method_rows` as the markdown table of table.md."""
+  return results.markdown_table(rows, {
+      'method': 'method', 'test accuracy (%)': 'test_accuracy',
+      'test acc. at best val (%)': 'test_at_best_val', '# tokens': 'tokens',
+      'paper (GPT-2) acc. (%)': 'paper', 'paper # tokens': 'paper_tokens'},
+      formats={'test accuracy (%)': '.1f', 'test acc. at best val (%)': '.1f', '# tokens': '.1f',
+               'paper # tokens': '.1f'})
+
+
+def plot_accuracy(rows: Sequence[dict], paper_accuracy: Sequence[float], path: str,
+                  title: str = '') -> str:
+  """Final test accuracy per method (mean ± sem over seeds) beside the paper's (Table 1)."""
+  fig, ax = plt.subplots(figsize=(6, 3.6))
+  x = np.arange(len(rows))
+  ax.bar(x - 0.2, [r['test_accuracy'] for r in rows], 0.4,
+         yerr=[np.nan_to_num(r['test_accuracy/sem']) for r in rows], label='ours (mean ± sem)')
+  ax.bar(x + 0.2, list(paper_accuracy), 0.4, color='0.7', label='paper, GPT-2')
+  ax.set_xticks(x, [r['method'].replace('_', '\n') for r in rows], fontsize=7)
+  ax.set_ylabel('test accuracy (%)')
+  ax.set_ylim(0, 100)
+  ax.legend(fontsize=7)
+  ax.set_title(title, fontsize=9)
+  ax.grid(alpha=0.3, axis='y')
+  fig.tight_layout()
+  return figures.save(fig, path)
+
+
+def describe_probes(probe_summary: Mapping[str, dict]) -> str:
+  """The probes of a run's summary.json as text: per method and thought, the mean score of each
+  group and the ordering rates; the first thought's frontier values by height."""
+  lines = []
+  for method, p in probe_summary.items():
+    lines.append(f'{method}: thought · node embedding (rows: thoughts; columns: '
+                 f'{", ".join(p["groups"])}); share of questions ordered: all three, frontier > '
+                 'reachable, reachable > unreachable')
+    for j, (row, rate, pair) in enumerate(zip(p['scores_MxGroup'], p['ordering_rate'],
+                                              p['pairwise_rates_Mx2'])):
+      lines.append(f'  t{j + 1}: ' + '  '.join(f'{v:+.3f}' for v in row)
+                   + f'   ordered {rate:.0%}, {pair[0]:.0%}, {pair[1]:.0%}')
+    v = p['values']
+    lines.append('  value of the first thought\'s frontier nodes, p(token | thought) by height '
+                 '0..: correct ' + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][0])
+                 + ' | incorrect '
+                 + ' '.join(f'{x:.3f}' for x in v['mean_correct_incorrect_by_height'][1])
+                 + f'; top frontier node correct in {v["top_correct"]:.0%} of '
+                 f'{v["num_questions"]}')
+  return '\n'.join(lines)
+
+
+def describe_diagnosis(diagnosis: Sequence[dict]) -> str:
+  """The rows of `diagnose` (as read back from summary.json) as text, one line per member and
+  split."""
+  lines = ['diagnosis (each member in its inference layout, the first 300 questions of each '
+           'split; accuracy by shortest-path length; share naming the answer or the distractor; '
+           'CoT: first written step an edge out of the entity, chain a path from it, path ending '
+           'at the answer):']
+  for r in diagnosis:
+    hops = ' '.join(f'{h}:{a:.3f}(n={n})' for h, (a, n) in r['accuracy_by_hops'].items())
+    chain = (f' | chain: first edge {r["chain_first_edge"]:.3f}, path {r["chain_path"]:.3f}, ends '
+             f'at the answer {r["chain_ends_at_answer"]:.3f}, {r["chain_steps"]:.2f} steps'
+             if 'chain_path' in r else '')
+    lines.append(f'  {r["method"]:<22} seed {r["seed"]} {r["split"]:<5} accuracy '
+                 f'{r["accuracy"]:.3f} (by hops {hops}) names a candidate '
+                 f'{r["names_a_candidate"]:.3f}{chain}')
+  return '\n'.join(lines)

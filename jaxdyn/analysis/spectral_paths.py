@@ -205,6 +205,16 @@ def sln_table(sizes, num_graphs: int = 10_000, *, seed: int = 0,
   return rows
 
 
+def sln_markdown(rows: list[dict]) -> str:
+  """`sln_table` rows as a markdown table (rates in %)."""
+  from jaxdyn.core import results
+  return results.markdown_table(
+      rows, {'nodes': 'size', 'embedding': 'embedding', 'optimal %': lambda r: 100 * r['optimal'],
+             'valid %': lambda r: 100 * r['valid'], 'mean edges': 'mean_edges',
+             'mean distance': 'mean_dist', 'graphs': 'num_graphs'},
+      {'optimal %': '.2f', 'valid %': '.2f', 'mean edges': '.1f', 'mean distance': '.2f'})
+
+
 def plot_sln_table(rows: list[dict], path: str, title: str = '') -> str:
   """Optimal and valid rate (%) against graph size, one line per embedding (`sln_table` rows)."""
   from jaxdyn.core import figures   # drawing only here: keeps the numerics free of matplotlib

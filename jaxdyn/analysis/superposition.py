@@ -500,6 +500,60 @@ def evaluate(num_nodes: int, depth: int, *, kind: str = 'dag', embedding: str = 
               ecc_mean=float(np.mean(eccs)))
 
 
+COLUMNS = {'kind': 'kind', 'n': 'n', 'D': 'D', 'embedding': 'embedding', 'readout': 'readout',
+           'd': 'd', 'graphs': 'graphs', 'edges': 'edges_mean', 'ecc': 'ecc_mean',
+           'answer %': lambda r: 100 * r['answer_acc'], 'reach %': lambda r: 100 * r['reach_acc'],
+           'exact V_c %': lambda r: 100 * r['exact'], 'cos min': 'cos_min',
+           'gap/ε₂ min': 'gap_min', 'margin min': 'margin_min'}
+FORMATS = {'edges': '.1f', 'ecc': '.2f', 'answer %': '.1f', 'reach %': '.1f', 'exact V_c %': '.1f',
+           'cos min': '.6f', 'gap/ε₂ min': '.2f', 'margin min': '.3f'}
+
+
+def size_table(kinds: Sequence[str], sizes: Sequence[int], depths: Sequence[int], *,
+               num_graphs: int = 64, seed: int = 0, on_row=None) -> list[dict]:
+  """The study's first table: `evaluate` per kind × n × D with one-hot and random (d = n, dual
+  readout) embeddings, C = D thoughts; layered DAGs too small for a depth are skipped. `on_row(row)`
+  is called as each row is done."""
+  rows = []
+  for kind in kinds:
+    for n in sizes:
+      for depth in depths:
+        if kind in ('dag',) and n - max(1, round(n / 3)) < depth + 1:
+          continue
+        for embedding in ('onehot', 'random'):
+          rows.append(evaluate(n, depth, kind=kind, embedding=embedding, num_graphs=num_graphs,
+                               seed=seed))
+          if on_row:
+            on_row(rows[-1])
+  return rows
+
+
+def dimension_table(num_nodes: int, ratios: Sequence[float], *, depth: int = 4,
+                    num_graphs: int = 64, seed: int = 0, on_row=None) -> list[dict]:
+  """The study's second table (where the construction breaks): random embeddings with d = ratio · n
+  on layered DAGs, dual and matched readouts. `on_row(row)` is called as each row is done."""
+  rows = []
+  for readout in ('dual', 'matched'):
+    for ratio in ratios:
+      rows.append(evaluate(num_nodes, depth, embedding='random',
+                           dim=max(1, round(ratio * num_nodes)), readout=readout,
+                           num_graphs=num_graphs, seed=seed))
+      if on_row:
+        on_row(rows[-1])
+  return rows
+
+
+def example_question(seed: int = 0, num_nodes: int = 20, depth: int = 5):
+  """(edges E×2, root) of the first layered DAG drawn from `seed` whose farthest node is exactly
+  `depth` steps from the root (the study's thoughts figure)."""
+  rng = np.random.default_rng(seed)
+  while True:
+    edges, root, _, _ = random_question(rng, 'dag', num_nodes, depth)
+    sets = reachable_sets(num_nodes, edges, root, depth)
+    if not np.array_equal(sets[depth - 1], sets[depth]):
+      return edges, root
+
+
 # ----------------------------------------------------------------------------------------------
 # Figures.
 

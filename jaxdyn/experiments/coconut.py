@@ -25,8 +25,6 @@ questions, by hops, and the validity of CoT's written chains.
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 
 import jax
@@ -41,7 +39,6 @@ from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
 from jaxdyn.core import trainer
-from jaxdyn.core.figures import plt
 from jaxdyn.data import prosqa
 from jaxdyn.models import coconut as model_lib
 
@@ -201,18 +198,20 @@ def datasets(config) -> dict[str, dict[str, np.ndarray]]:
                                             ('test', d.num_test)))}
 
 
+def layout(config) -> model_lib.Layout:
+  """The run's static layout (decoder, first latent slot, curriculum, generated tokens)."""
+  return model_lib.Layout(decoder_config(config), sizes(config)[0],
+                          config.curriculum.max_latent_stage, config.curriculum.c_thought,
+                          max_new_tokens(config))
+
+
 def make_sequence(config, rows: dict, method, stage) -> model_lib.Sequence:
   """One method's layout at a curriculum stage for a batch of questions."""
-  latents, skip, markers, feedback = model_lib.method_layout(
-      method, stage, config.curriculum.max_latent_stage, config.curriculum.c_thought)
-  b = rows['target'].shape[0]
-  full = lambda v: jnp.broadcast_to(v, (b,))
-  return model_lib.build_sequence(rows['question'], rows['steps'], rows['num_steps'], rows['target'],
-                                  full(latents), full(skip), full(markers), full(feedback),
-                                  max_latents(config))
+  return model_lib.method_sequence(rows, method, stage, config.curriculum.max_latent_stage,
+                                   config.curriculum.c_thought)
 
 
-FINAL_STAGE = 10_000   # past every curriculum stage: the inference layout
+FINAL_STAGE = model_lib.INFERENCE_STAGE
 
 
 def evaluate_rows(config, cfg, params, rows, method) -> tuple[jax.Array, jax.Array]:
@@ -226,12 +225,6 @@ def evaluate_rows(config, cfg, params, rows, method) -> tuple[jax.Array, jax.Arr
   latents = model_lib.method_layout(method, FINAL_STAGE, config.curriculum.max_latent_stage,
                                     config.curriculum.c_thought)[0]
   return correct.astype(jnp.float32), (length + latents).astype(jnp.float32)
-
-
-def evaluate_split(config, cfg, params, rows, method) -> dict[str, jax.Array]:
-  """Mean accuracy and generated tokens (with thoughts) of `evaluate_rows`."""
-  correct, tokens = evaluate_rows(config, cfg, params, rows, method)
-  return {'accuracy': jnp.mean(correct), 'tokens': jnp.mean(tokens)}
 
 
 def make_optimizer(config):
@@ -292,102 +285,26 @@ def method_names(config, members) -> list[str]:
 
 
 def summary_rows(result: trainer.TrainResult, config) -> list[dict]:
-  """Per method: final test accuracy (%) and tokens, mean ± sem over seeds; the test accuracy at the
-  evaluation with the best validation accuracy (the reference keeps that checkpoint); the paper's."""
-  names = method_names(config, result.members)
-  rows = results.final_rows(result.history, result.members,
-                            ['eval/test_accuracy', 'eval/test_tokens'])
-  val, test = result.history['eval/val_accuracy'], result.history['eval/test_accuracy']
-  for i, r in enumerate(rows):
-    r['method'] = names[i]
-    r['test_accuracy'] = 100 * r.pop('eval/test_accuracy')
-    r['tokens'] = r.pop('eval/test_tokens')
-    r['test_at_best_val'] = 100 * float(test[int(np.nanargmax(val[:, i])), i])
-  out = []
-  for method in config.methods:
-    group = [r for r in rows if r['method'] == method]
-    row = {'method': method}
-    for key in ('test_accuracy', 'tokens', 'test_at_best_val'):
-      s = results.over_seeds(group, key, by=[])[0]
-      row.update({key: s[key], f'{key}/sem': s[f'{key}/sem'], f'{key}/values': s[f'{key}/values']})
-    paper = PAPER_TABLE.get(method)
-    row['paper'] = f'{paper[0]} ± {paper[1]}' if paper else ''
-    row['paper_tokens'] = paper[2] if paper else float('nan')
-    out.append(row)
-  return out
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _probe_arrays(config_json, method_id, params, rows, node_tok):
-  """One compiled program (for every method: the method is data) for the probe's arrays: the
-  layout, the thoughts, their token probabilities (B×M×V), the node embeddings and the attention
-  maps."""
-  config = ml_collections.ConfigDict(json.loads(config_json))
-  cfg = decoder_config(config)
-  first, _, _ = sizes(config)
-  m = max_latents(config)
-  seq = make_sequence(config, rows, method_id, FINAL_STAGE)
-  thoughts, _, attn = probes.thoughts_and_attention(cfg, params, seq, first, m)
-  probs = jax.nn.softmax(model_lib.logits(cfg, params, thoughts), -1)
-  return seq, thoughts, probs, model_lib.embed(params, node_tok), attn
+  """`analysis.coconut.method_rows` of the run, in `methods` order, beside `PAPER_TABLE`."""
+  return probes.method_rows(result.history, result.members,
+                            method_names(config, result.members), config.methods, PAPER_TABLE)
 
 
 def probe(config, params, test: dict, method: str, num: int = 256) -> dict:
-  """`analysis.coconut` on one member's params, `num` test questions in the method's inference
-  layout: thought · node-embedding by group (M×3), the per-question ordering rates (all three
-  groups; each pair), the paper's value analysis of the first thought's frontier nodes (value = the
-  probability the LM head gives the node's token, by correctness and height), and the attention
-  maps' inputs (sequence, attention per layer)."""
-  m = max_latents(config)
-  rows = {k: np.asarray(test[k][:num]) for k in FIELDS}
-  node_tok = np.asarray(test['node_token'][:num])
-  seq, thoughts, probs, node_emb, attn = _probe_arrays(
-      config.to_json(), jnp.int32(model_lib.METHODS.index(method)), params, rows, node_tok)
-  thoughts, node_emb = np.asarray(thoughts), np.asarray(node_emb)
-  groups = probes.node_groups(test['dist'][:num], test['num_nodes'][:num], m)
-  values = np.take_along_axis(np.asarray(probs), np.repeat(node_tok[:, None], m, 1), axis=2)
-  target_node = np.argmax(node_tok == np.asarray(test['target'][:num])[:, None], axis=1)
-  heights = probes.node_heights(test['adj'][:num], test['num_nodes'][:num])
-  correct = probes.reaches_target(test['adj'][:num], target_node)
-  return {'scores': probes.group_scores(thoughts, node_emb, groups),
-          'ordering_rate': probes.ordering_rate(thoughts, node_emb, groups),
-          'pairwise_rates': probes.pairwise_rates(thoughts, node_emb, groups),
-          'values': probes.frontier_values(values, groups, heights, correct, thought=0),
-          'seq': seq, 'attention': attn}
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
-def _generate_members(config_json, params_S, rows, method_ids_S):
-  """S×B×G greedy generations of every member in its method's inference layout (one program)."""
-  config = ml_collections.ConfigDict(json.loads(config_json))
-  cfg = decoder_config(config)
-  first, _, _ = sizes(config)
-
-  def one(params, method_id):
-    seq = make_sequence(config, rows, method_id, FINAL_STAGE)
-    return model_lib.generate(cfg, params, seq, first, max_latents(config), max_new_tokens(config))
-
-  return jax.vmap(one)(params_S, method_ids_S)
+  """`analysis.coconut.probe` on one member's params, `num` test questions in the method's
+  inference layout."""
+  return probes.probe(layout(config), params, test, method, num)
 
 
 def diagnose(config, params, members, num: int = 300) -> list[dict]:
   """What each member writes in its inference layout on the first `num` training and test
-  questions (`analysis.coconut.answer_diagnostics`): accuracy on each split (train above test:
-  memorising), accuracy by hops, the share naming one of the two candidates, and for CoT its chain:
-  first step an edge out of the entity, the chain a path from it, the path ending at the answer.
-  One row per member and split."""
-  names = method_names(config, members)
-  ids = jnp.asarray([model_lib.METHODS.index(n) for n in names], jnp.int32)
+  questions (`analysis.coconut.diagnose`): accuracy on each split (train above test: memorising),
+  accuracy by hops, the share naming one of the two candidates, and for CoT its chain. One row per
+  member and split."""
   data = datasets(config)
-  out = []
-  for split in ('train', 'test'):
-    d = {k: v[:num] for k, v in data[split].items()}
-    gen = np.asarray(_generate_members(config.to_json(), params,
-                                       {k: jnp.asarray(d[k]) for k in FIELDS}, ids))
-    for i, name in enumerate(names):
-      out.append({'method': name, 'seed': int(members[i]['seed']), 'split': split,
-                  **probes.answer_diagnostics(gen[i], d, with_chain=name == 'cot')})
-  return out
+  return probes.diagnose(layout(config), params, method_names(config, members),
+                         [int(mb['seed']) for mb in members],
+                         {split: data[split] for split in ('train', 'test')}, num)
 
 
 def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
@@ -399,58 +316,32 @@ def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict)
                       title=f'ProsQA-style, {config.model.num_layers}L d={config.model.d_model}; '
                             f'methods {", ".join(config.methods)}')
   rows = summary_rows(result, config)
-  table = results.markdown_table(rows, {
-      'method': 'method', 'test accuracy (%)': 'test_accuracy',
-      'test acc. at best val (%)': 'test_at_best_val', '# tokens': 'tokens',
-      'paper (GPT-2) acc. (%)': 'paper', 'paper # tokens': 'paper_tokens'},
-      formats={'test accuracy (%)': '.1f', 'test acc. at best val (%)': '.1f', '# tokens': '.1f',
-               'paper # tokens': '.1f'})
+  table = probes.method_table(rows)
   results.write_markdown(os.path.join(result.workdir, 'table.md'), table)
   test = datasets(config)['test']
-  names = method_names(config, result.members)
-  probed, probe_summary = {}, {}
-  for method in ('coconut', 'coconut_no_curriculum'):
-    if method not in names:
-      continue
-    i = names.index(method)   # the method's first seed
-    out = probe(config, jax.tree.map(lambda a, i=i: a[i], result.params), test, method)
-    probed[f'{method} (seed {result.members[i]["seed"]})'] = out['scores']
-    probe_summary[method] = {'scores_MxGroup': out['scores'],
-                             'ordering_rate': out['ordering_rate'],
-                             'pairwise_rates_Mx2': out['pairwise_rates'],
-                             'values': out['values'], 'groups': probes.GROUP_NAMES}
-    if method == 'coconut':
-      probes.plot_values(out['values'], os.path.join(figdir, 'value.png'))
-      spec_ = spec(config)
-      labels = [prosqa.decode([t], spec_) or '·' for t in np.asarray(out['seq'].tokens_BxT[0])]
-      first, _, _ = sizes(config)
-      probes.plot_attention(out['attention'], out['seq'], first, max_latents(config),
-                            os.path.join(figdir, 'attention.png'), labels=labels)
-  if probed:
-    probes.plot_scores(probed, os.path.join(figdir, 'probe.png'),
-                       title='continuous thought j · node embedding, by BFS distance from the entity')
+  probe_summary = probes.probe_report(layout(config), result.params, result.members,
+                                      method_names(config, result.members), test, spec(config),
+                                      figdir)
   diagnosis = diagnose(config, result.params, result.members)
   results.write_json(os.path.join(result.workdir, 'summary.json'),
                      {'rows': rows, 'num_seeds': config.num_seeds, 'probes': probe_summary,
                       'diagnosis': diagnosis, 'data_statistics': prosqa.statistics(test)})
-  fig, ax = plt.subplots(figsize=(6, 3.6))
-  x = np.arange(len(rows))
-  ax.bar(x - 0.2, [r['test_accuracy'] for r in rows], 0.4,
-         yerr=[np.nan_to_num(r['test_accuracy/sem']) for r in rows], label='ours (mean ± sem)')
-  ax.bar(x + 0.2, [PAPER_TABLE[r['method']][0] for r in rows], 0.4, color='0.7',
-         label='paper, GPT-2')
-  ax.set_xticks(x, [r['method'].replace('_', '\n') for r in rows], fontsize=7)
-  ax.set_ylabel('test accuracy (%)')
-  ax.set_ylim(0, 100)
-  ax.legend(fontsize=7)
-  ax.set_title(f'{config.model.num_layers}L d={config.model.d_model}, {config.num_seeds} seeds, '
-               f'{config.train.steps} steps', fontsize=9)
-  ax.grid(alpha=0.3, axis='y')
-  fig.tight_layout()
-  figures.save(fig, os.path.join(figdir, 'accuracy.png'))
+  probes.plot_accuracy(rows, [PAPER_TABLE[r['method']][0] for r in rows],
+                       os.path.join(figdir, 'accuracy.png'),
+                       f'{config.model.num_layers}L d={config.model.d_model}, {config.num_seeds} '
+                       f'seeds, {config.train.steps} steps')
   return {'rows': rows, 'table': table, 'diagnosis': diagnosis}
 
 
-EXPERIMENT = experiment.Experiment(name='coconut', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=write_report)
+EXPERIMENT = experiment.Experiment(
+    name='coconut', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=write_report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/coconut.py', 'jaxdyn/models/transformer.py'),
+        data=('jaxdyn/data/prosqa.py',),
+        analysis=('jaxdyn/analysis/coconut.py', 'jaxdyn/analysis/superposition.py'),
+        launch=('launch/coconut.py', 'launch/superposition.py'),
+        benchmarks=('benchmarks/coconut.py',),
+        notebooks=('docs/notebooks/coconut.ipynb',),
+        docs='docs/experiments/coconut.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()

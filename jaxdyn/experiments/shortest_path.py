@@ -9,16 +9,15 @@ never trained on (`Task.shared_data`); a seed sets the initialisation and the ba
 Metrics per evaluation (held-out graphs; greedy decoding inside jit, scored by the exact checker):
   valid, optimal       fractions of answers that are a walk source → target / a shortest path
   optimal_n{s}         `optimal` over the held-out graphs of s nodes
-  heldout_loss, heldout_token_accuracy   teacher-forced, on the path tokens
-
   valid_n{s}           `valid` over the held-out graphs of s nodes
+  heldout_loss, heldout_token_accuracy   teacher-forced, on the path tokens
 
 Report (`write_report`): figures/curves.png; figures/optimal_by_size.png and summary.json: the final
 held-out rates by size, mean ± sem over seeds, beside the SLN (commute embedding) on the same held-out
 rows; figures/edge_embedding.png, figures/embedding_scatter.png: the first layer's edge embedding
 (averaged over random edge orders) against the line graph's Laplacian eigenvectors
-(`analysis.spectral_paths.embedding_vs_spectrum`), per seed, for the trained params, the same seed's
-initial params and the trained embedding with its edges shuffled (the chance level).
+(`analysis.shortest_path`), per seed, for the trained params, the same seed's initial params and
+the trained embedding with its edges shuffled (the chance level).
 """
 
 from __future__ import annotations
@@ -31,14 +30,13 @@ import ml_collections
 import numpy as np
 import optax
 
-from jaxdyn.analysis import spectral_paths
+from jaxdyn.analysis import shortest_path as analysis
 from jaxdyn.core import checkpoint
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
 from jaxdyn.core import trainer
-from jaxdyn.core.figures import plt
 from jaxdyn.data import graphs
 from jaxdyn.models import shortest_path as model_lib
 from jaxdyn.models import transformer
@@ -229,34 +227,21 @@ def first_layer_fn(config):
 
 def edge_embeddings(config, params, seed: int = 0, *, held=None,
                     layer_fn=None) -> list[tuple[np.ndarray, np.ndarray, int]]:
-  """[(embedding E×D, edges E×2, num_nodes)] for `analysis.num_graphs` held-out graphs of the largest
-  size, one member's params: the hidden state after the first layer at each edge's <e> token,
-  averaged over `analysis.num_orders` random edge orders (`spectral_paths.learned_edge_embedding`).
-  `held` (the held-out rows of `datasets`) and `layer_fn` (`first_layer_fn`) are made when absent."""
-  v = vocab(config)
+  """`analysis.shortest_path.edge_embeddings` of one member's params on `analysis.num_graphs`
+  held-out graphs of the largest size, `analysis.num_orders` edge orders each. `held` (the held-out
+  rows of `datasets`) and `layer_fn` (`first_layer_fn`) are made when absent."""
   layer_fn = layer_fn or first_layer_fn(config)
-  hidden_fn = lambda tok: layer_fn(params, tok)
   held = datasets(config)[1] if held is None else held
-  n = max(config.data.sizes)
-  rows = np.flatnonzero(held['num_nodes'] == n)[:config.analysis.num_graphs]
-  rng = np.random.default_rng(seed)
-  out = []
-  for i in rows:
-    emb, edges = spectral_paths.learned_edge_embedding(
-        hidden_fn, v, held['adj'][i], int(held['source'][i]), int(held['target'][i]), seq_len(config),
-        config.data.max_edges, config.analysis.num_orders, rng)
-    out.append((emb, edges, n))
-  return out
+  return analysis.edge_embeddings(lambda tok: layer_fn(params, tok), vocab(config), held,
+                                  max(config.data.sizes), seq_len(config), config.data.max_edges,
+                                  config.analysis.num_graphs, config.analysis.num_orders, seed)
 
 
 def embedding_analysis(config, params, seed: int = 0, **kw) -> dict[str, float]:
-  """`spectral_paths.embedding_vs_spectrum` averaged over the graphs of `edge_embeddings`:
-  'corr_k' (trained statistic), 'shuffled_k' (edges shuffled: chance level), 'num_edges'."""
-  rng = np.random.default_rng(seed)
-  stats = [spectral_paths.embedding_vs_spectrum(emb, edges, n, tuple(config.analysis.dims), rng=rng)
-           for emb, edges, n in edge_embeddings(config, params, seed, **kw)]
-  keys = sorted({k for s in stats for k in s})
-  return {k: float(np.mean([s[k] for s in stats if k in s])) for k in keys}
+  """`analysis.shortest_path.embedding_statistics` of `edge_embeddings` ('corr_k', 'shuffled_k',
+  'num_edges')."""
+  return analysis.embedding_statistics(edge_embeddings(config, params, seed, **kw),
+                                       config.analysis.dims, seed)
 
 
 def member_init(config, member: int):
@@ -269,48 +254,12 @@ def member_init(config, member: int):
 def sln_by_size(config, held=None) -> dict[str, dict[int, float]]:
   """SLN (commute embedding) on the experiment's held-out rows: {'optimal'|'valid': {size: rate}}."""
   held = datasets(config)[1] if held is None else held
-  out = spectral_paths.sln_on_graphs(held['adj'], held['num_nodes'], held['source'], held['target'])
-  return {k: {int(s): float(np.mean(out[k][held['num_nodes'] == s])) for s in config.data.sizes}
-          for k in ('optimal', 'valid')}
+  return analysis.sln_by_size(held, config.data.sizes)
 
 
 def _member(params, i: int):
   """Member i's params as host arrays (no per-leaf device op)."""
   return jax.tree.map(lambda a: np.asarray(a)[i], params)
-
-
-def _mean_sem(values) -> tuple[float, float]:
-  x = np.asarray(values, float)
-  sem = float(np.std(x, ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float('nan')
-  return float(np.mean(x)), sem
-
-
-def plot_scatter(config, params_by_label: dict, path: str, k: int = 2, **kw) -> str:
-  """Embedding vs eigenvector scatter on the first analysed graph: for each params (a column),
-  u_j against its fit by the k leading principal components of the edge embedding, j = 1..k."""
-  cols = list(params_by_label.items())
-  fig, axes = plt.subplots(1, len(cols), figsize=(3.6 * len(cols), 3.5), squeeze=False)
-  for ax, (label, params) in zip(axes[0], cols):
-    emb, edges, n = edge_embeddings(config, params, **kw)[0]
-    m = len(edges)
-    _, evecs = spectral_paths.line_graph_spectrum(edges[None], np.array([m]), n)
-    u = evecs[0, :, 1:k + 1]
-    if label.endswith('shuffled'):
-      emb = emb[np.random.default_rng(0).permutation(m)]
-    fit, r = spectral_paths.eigenvector_fit(emb, u)
-    for j in range(k):
-      ax.scatter(u[:, j] - u[:, j].mean(), fit[:, j], s=14, label=f'u_{j + 1}: R={r[j]:.2f}')
-    lim = np.abs(u - u.mean(0)).max() * 1.1
-    ax.plot([-lim, lim], [-lim, lim], color='gray', lw=0.8)
-    ax.set_title(label, fontsize=9)
-    ax.set_xlabel('eigenvector entry (edge)')
-    ax.set_ylabel(f'fit from {k} PCs of the embedding')
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
-  fig.suptitle(f'layer-1 edge embedding vs line-graph Laplacian eigenvectors ({n} nodes, {m} edges)',
-               fontsize=9)
-  fig.tight_layout()
-  return figures.save(fig, path)
 
 
 def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
@@ -331,11 +280,11 @@ def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict)
                                 **kw) for i in range(num)]
   initial = [embedding_analysis(config, member_init(config, i), seed=i, **kw) for i in range(num)]
   final = {k: float(np.nanmean(result.final(k))) for k in result.history if k.startswith('eval/')}
-  by_size = {name: {s: _mean_sem(result.final(f'eval/{name}_n{s}')) for s in sizes}
+  by_size = {name: {s: analysis.mean_sem(result.final(f'eval/{name}_n{s}')) for s in sizes}
              for name in ('valid', 'optimal')}
   sln = sln_by_size(config, kw['held'])
   dims = [k for k in config.analysis.dims if f'corr_{k}' in trained[0]]
-  corr = {f'{label}_{k}': _mean_sem([t[f'{key}_{k}'] for t in src])
+  corr = {f'{label}_{k}': analysis.mean_sem([t[f'{key}_{k}'] for t in src])
           for k in dims for label, src, key in (('trained', trained, 'corr'),
                                                 ('init', initial, 'corr'),
                                                 ('shuffled', trained, 'shuffled'))}
@@ -343,46 +292,18 @@ def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict)
              'correlation_mean_sem': corr, 'edge_embedding_trained': trained,
              'edge_embedding_init': initial, 'num_seeds': num}
   results.write_json(os.path.join(result.workdir, 'summary.json'), summary)
-
-  fig, ax = plt.subplots(figsize=(5.5, 4))
-  x = np.arange(len(dims))
-  for off, label in enumerate(('trained', 'init', 'shuffled')):
-    mean = [corr[f'{label}_{k}'][0] for k in dims]
-    err = [corr[f'{label}_{k}'][1] if num > 1 else 0 for k in dims]
-    name = {'init': 'initialisation', 'shuffled': 'trained, edges shuffled'}.get(label, label)
-    ax.bar(x + (off - 1) * 0.27, mean, yerr=err, width=0.27, label=name)
-  ax.axhline(0.9, color='k', ls='--', lw=0.8, label='talk: > 0.9')
-  ax.set_xticks(x, [f'k={k}' for k in dims])
-  ax.set_ylabel('mean normalised correlation with u_1..u_k')
-  ax.set_ylim(0, 1)
-  ax.set_title(f'edge embedding (layer 1) vs line-graph Laplacian, n={max(sizes)}, {num} seeds',
-               fontsize=9)
-  ax.legend(fontsize=7)
-  ax.grid(alpha=0.3)
-  fig.tight_layout()
-  figures.save(fig, os.path.join(figdir, 'edge_embedding.png'))
-
-  plot_scatter(config, {'trained (seed 0)': _member(result.params, 0),
-                        'initialisation (seed 0)': member_init(config, 0),
-                        'trained, edges shuffled': _member(result.params, 0)},
-               os.path.join(figdir, 'embedding_scatter.png'), k=min(2, min(dims or [2])), **kw)
-
-  fig, ax = plt.subplots(figsize=(5, 3.6))
-  s_arr = np.asarray(sizes)
-  for name, style in (('optimal', '-o'), ('valid', '--s')):
-    m_, e_ = zip(*[by_size[name][s] for s in sizes])
-    ax.errorbar(s_arr, 100 * np.asarray(m_), yerr=100 * np.nan_to_num(e_), fmt=style, ms=4,
-                capsize=2, label=f'trained model, {name}')
-  ax.plot(s_arr, [100 * sln['optimal'][s] for s in sizes], ':^', ms=4, label='SLN (commute), optimal')
-  ax.set_xlabel('nodes')
-  ax.set_ylabel('held-out queries (%)')
-  ax.set_title(f'{config.model.num_layers}L d={config.model.d_model}, step {int(result.history["step"][-1])}'
-               f' of {config.train.steps}, '
-               f'{num} seeds (mean ± sem)', fontsize=9)
-  ax.legend(fontsize=7)
-  ax.grid(alpha=0.3)
-  fig.tight_layout()
-  figures.save(fig, os.path.join(figdir, 'optimal_by_size.png'))
+  analysis.plot_edge_embedding(corr, dims, num, max(sizes),
+                               os.path.join(figdir, 'edge_embedding.png'))
+  scatter = {'trained (seed 0)': _member(result.params, 0),
+             'initialisation (seed 0)': member_init(config, 0),
+             'trained, edges shuffled': _member(result.params, 0)}
+  analysis.plot_embedding_scatter(
+      {label: edge_embeddings(config, params, **kw)[0] for label, params in scatter.items()},
+      os.path.join(figdir, 'embedding_scatter.png'), k=min(2, min(dims or [2])))
+  analysis.plot_optimal_by_size(
+      by_size, sln, sizes, os.path.join(figdir, 'optimal_by_size.png'),
+      f'{config.model.num_layers}L d={config.model.d_model}, step '
+      f'{int(result.history["step"][-1])} of {config.train.steps}, {num} seeds (mean ± sem)')
   return summary
 
 
@@ -407,6 +328,14 @@ def report_from_checkpoint(config: ml_collections.ConfigDict, workdir: str,
   return summary
 
 
-EXPERIMENT = experiment.Experiment(name='shortest_path', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=write_report)
+EXPERIMENT = experiment.Experiment(
+    name='shortest_path', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=write_report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/shortest_path.py', 'jaxdyn/models/transformer.py'),
+        data=('jaxdyn/data/graphs.py',),
+        analysis=('jaxdyn/analysis/shortest_path.py', 'jaxdyn/analysis/spectral_paths.py'),
+        launch=('launch/shortest_path_report.py', 'launch/sln_optimality.py'),
+        notebooks=('docs/notebooks/shortest_paths.ipynb',),
+        docs='docs/experiments/shortest_path.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()

@@ -159,6 +159,44 @@ def build_sequence(question_BxQ, steps_BxSx3, num_steps_B, target_B, latents_B, 
                   jnp.asarray(feedback_B, bool))
 
 
+INFERENCE_STAGE = 10_000   # past every curriculum stage: each method's inference layout
+
+
+def method_sequence(rows: dict, method, stage, max_latent_stage: int, c_thought: int) -> Sequence:
+  """One method's layout at a curriculum stage (`method_layout`) for a batch of questions: `rows`
+  holds prosqa's 'question', 'steps', 'num_steps' and 'target'; M = max_latent_stage · c slots."""
+  latents, skip, markers, feedback = method_layout(method, stage, max_latent_stage, c_thought)
+  b = rows['target'].shape[0]
+  full = lambda v: jnp.broadcast_to(v, (b,))
+  return build_sequence(rows['question'], rows['steps'], rows['num_steps'], rows['target'],
+                        full(latents), full(skip), full(markers), full(feedback),
+                        max_latent_stage * c_thought)
+
+
+class Layout(NamedTuple):
+  """What fixes a run's sequences and generations (hashable: a jit static argument): the decoder,
+  the first latent slot, the curriculum's last latent stage, thoughts per replaced step, and the
+  tokens generated after the thoughts."""
+  cfg: transformer.DecoderConfig
+  first_latent: int
+  max_latent_stage: int
+  c_thought: int
+  max_new_tokens: int
+
+  @property
+  def max_latents(self) -> int:
+    return self.max_latent_stage * self.c_thought
+
+  def sequence(self, rows: dict, method, stage=INFERENCE_STAGE) -> Sequence:
+    """`method_sequence` at `stage` (default: the inference layout)."""
+    return method_sequence(rows, method, stage, self.max_latent_stage, self.c_thought)
+
+  def generate(self, params, rows: dict, method):
+    """Greedy generations B×max_new_tokens of `method` in its inference layout (`generate`)."""
+    return generate(self.cfg, params, self.sequence(rows, method), self.first_latent,
+                    self.max_latents, self.max_new_tokens)
+
+
 # ----------------------------------------------------------------------------------------------
 # The decoder on embeddings
 
@@ -293,7 +331,7 @@ def forward(cfg: transformer.DecoderConfig, params, x_BxTxD, positions_BxT, vali
   return h, new_cache
 
 
-def _last_present(h_BxTxD, valid_BxT):
+def last_present(h_BxTxD, valid_BxT):
   """The hidden state at each example's last present position (the first row where none is)."""
   idx = jnp.arange(valid_BxT.shape[1])
   last = jnp.max(jnp.where(valid_BxT, idx[None, :], 0), axis=1)
@@ -320,7 +358,7 @@ def run_thoughts(cfg, params, seq: Sequence, first_latent: int, max_latents: int
   pre = slice(0, first_latent)
   h_pre, cache = forward(cfg, params, embed(params, seq.tokens_BxT[:, pre]),
                          seq.positions_BxT[:, pre], seq.valid_BxT[:, pre], cache)
-  h_last = _last_present(h_pre, seq.valid_BxT[:, pre])
+  h_last = last_present(h_pre, seq.valid_BxT[:, pre])
   lat = slice(first_latent, first_latent + max_latents)
 
   def body(carry, xs):
