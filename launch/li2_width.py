@@ -3,7 +3,7 @@
   python launch/li2_width.py --out=DIR [--Ms=11,17,23,31] [--seeds=2] [--steps=5000] [--lr=0.005]
       [--train_fraction=0.8] [--width_factors=0.5,0.75,0.9,1,1.1,1.25,1.5,2]
 
-Per M, ONE program over widths × seeds (`jaxdyn.experiments.li2_width`: members padded to the largest
+Per M, ONE program over widths × seeds (`jaxdyn.studies.li2_width`: members padded to the largest
 width, the extra nodes zeroed and dead): Z_M, MSE, Adam with coupled L2 (wd 1e-4), full batch, a train
 fraction of the M² pairs. Widths are round(f · (2M − 2)) for each factor f, plus 2M − 3 and 2M − 1.
 Writes DIR/width.md (per M and width: test accuracy and test loss ÷ (1 − 1/M), mean ± standard error over
@@ -16,7 +16,7 @@ from absl import app, flags
 
 from jaxdyn.core import metrics
 from jaxdyn.core import results
-from jaxdyn.experiments import li2_width
+from jaxdyn.studies import li2_width
 
 _OUT = flags.DEFINE_string('out', None, 'Output directory.', required=True)
 _MS = flags.DEFINE_list('Ms', ['11', '17', '23', '31'], 'Group orders M (Z_M).')

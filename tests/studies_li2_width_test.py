@@ -1,4 +1,4 @@
-"""Tests for jaxdyn.experiments.li2_width: width members by masking, and the study's tables."""
+"""Tests for jaxdyn.studies.li2_width: width members by masking, and the study's tables."""
 import tempfile
 
 from absl.testing import absltest
@@ -7,7 +7,7 @@ import numpy as np
 import optax
 
 from jaxdyn.experiments import li2_grokking
-from jaxdyn.experiments import li2_width
+from jaxdyn.studies import li2_width
 
 
 class WidthTest(absltest.TestCase):

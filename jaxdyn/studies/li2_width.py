@@ -9,7 +9,7 @@ The study: for Z_M, one `li2_grokking` program over widths × seeds. Every membe
 width's arrays; a member of width K has the hidden nodes j ≥ K zeroed at initialisation (the columns of
 W and the rows of V). With σ = x² a zero node has zero activation and zero gradients, and Adam with
 coupled L2 keeps zero parameters at zero (m = v = 0 gives a zero update), so the node stays dead and the
-member trains exactly the width-K net (`tests/experiments_li2_width_test.py` checks it against an
+member trains exactly the width-K net (`tests/studies_li2_width_test.py` checks it against an
 unpadded width-K run). Two readings of "generalises": test accuracy (argmax), which a net with only a
 few frequencies can already reach, and the test loss relative to the zero output's (1 − 1/M), which
 Theorem 3's exact reconstruction drives to 0. `launch/li2_width.py` runs it.
