@@ -3,12 +3,12 @@
 For each top layer (gradient-trained V, ridge V) and each M: one vmapped program over c × seeds on Z_M
 with n = c · M ln M; then (--lr_M) a sweep over lr × c at one M. Writes results.json, heat-maps of the
 seed-averaged final test accuracy over (M, c) and (lr, c), and the transition c* found per M
-(`jaxdyn.experiments.li2_scaling`).
+(`jaxdyn.studies.li2_scaling`).
 """
 
 from absl import app, flags
 
-from jaxdyn.experiments import li2_scaling
+from jaxdyn.studies import li2_scaling
 
 _OUT = flags.DEFINE_string('out', None, 'Output directory.')
 _MS = flags.DEFINE_list('Ms', ['23', '31', '41'], 'Group orders M (cyclic groups Z_M).')

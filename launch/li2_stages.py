@@ -3,7 +3,7 @@
 Stage I: ‖G_F‖ over η and width, and the large-width formula against the exact G_F (stage_one.png;
 `jaxdyn.analysis.li2_lazy`). Stage II: energy ascent per group, the dominant irrep and E reached
 against E* (printed table; `jaxdyn.analysis.li2_energy`). Stage III: nodes frozen on a set of
-frequencies; which frequencies the free nodes learn (`jaxdyn.experiments.li2_modulation`).
+frequencies; which frequencies the free nodes learn (`jaxdyn.studies.li2_modulation`).
 Everything is also written to DIR/stages.json.
 """
 
@@ -16,7 +16,7 @@ from absl import app, flags
 from jaxdyn.analysis import li2_energy
 from jaxdyn.analysis import li2_lazy
 from jaxdyn.core import results
-from jaxdyn.experiments import li2_modulation
+from jaxdyn.studies import li2_modulation
 
 _OUT = flags.DEFINE_string('out', None, 'Output directory.')
 _GROUPS = flags.DEFINE_list('groups', ['Z23', 'Z24', 'Z2xZ3xZ4', 'D5', 'S3', 'S4'],

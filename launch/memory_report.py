@@ -27,7 +27,7 @@ from absl import app, flags  # noqa: E402  (after XLA_FLAGS)
 from ml_collections import config_flags  # noqa: E402
 
 from jaxdyn import experiments  # noqa: E402
-from jaxdyn.experiments import memory_policies as memory  # noqa: E402
+from jaxdyn.studies import memory_policies as memory  # noqa: E402
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'experiment config (file:variant)')
 flags.DEFINE_integer('devices', 1, 'fake CPU devices (read before jax is imported)')

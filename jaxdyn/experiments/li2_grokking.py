@@ -180,6 +180,19 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> li
   return paths
 
 
-EXPERIMENT = experiment.Experiment(name='li2_grokking', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=report)
+EXPERIMENT = experiment.Experiment(
+    name='li2_grokking', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/li2.py', 'jaxdyn/models/modular.py'),
+        data=('jaxdyn/data/groups.py',),
+        analysis=('jaxdyn/analysis/li2.py', 'jaxdyn/analysis/groups.py',
+                  'jaxdyn/analysis/li2_lazy.py', 'jaxdyn/analysis/li2_energy.py',
+                  'jaxdyn/analysis/li2_scaling.py'),
+        studies=('jaxdyn/studies/li2_scaling.py', 'jaxdyn/studies/li2_lr_boundary.py',
+                 'jaxdyn/studies/li2_width.py', 'jaxdyn/studies/li2_modulation.py'),
+        launch=('launch/li2_scaling.py', 'launch/li2_lr_boundary.py', 'launch/li2_width.py',
+                'launch/li2_stages.py'),
+        benchmarks=('benchmarks/modular.py',),
+        docs='docs/experiments/li2_grokking.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()

@@ -16,6 +16,7 @@ import numpy as np
 from absl import logging
 
 from jaxdyn.analysis import fourier
+from jaxdyn.analysis import modular_addition as cogs
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
@@ -165,7 +166,7 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> No
     logging.info('%s', line)
   write_figures(result, config)
   if config.analysis.fourier:
-    write_fourier_analysis(result, config)
+    cogs.write_fourier_analysis(result, config)
 
 
 MEMORISED, GENERALISED = 0.99, 0.95   # train / test accuracy levels of the summary
@@ -202,61 +203,19 @@ def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict
                       log_y=('loss',))
 
 
-def fourier_summary(params) -> dict:
-  """CoGS Table 2 statistics of one member's weights {'W_a', 'W_b', 'W_c'} (in float64): solution
-  orders of k = 1..(d-1)/2, fractions of order 4 / 6 / other, factorisation into the constructed forms
-  (fraction factorable, errors) and |r_{a,k,-k,k}| (non-zero for order-4 groups, Sec. 5)."""
-  spec = fourier.spectra({k: np.asarray(v, np.float64) for k, v in params.items()})
-  d = spec.Z_a.shape[0]
-  orders = fourier.solution_order(spec.Z_a)
-  fractions = fourier.order_fractions(orders)
-  factors = fourier.factorize_solution(spec)
-  forms = [form for _, form in factors['forms'].values()]
-  return {'orders': orders[1:].tolist(),
-          'order4': fractions['order4'], 'order6': fractions['order6'],
-          'other': 1.0 - fractions['order4'] - fractions['order6'],
-          'factorable': float(np.mean([f != 'nonfactorable' for f in forms])) if forms else float('nan'),
-          'forms': {str(k): form for k, (_, form) in factors['forms'].items()},
-          **{k: factors[k] for k in ('error4', 'error6', 'nonfactorable4', 'nonfactorable6')},
-          'abs_r_a_k_minus_k_k': np.abs(fourier.r_summary(spec)['r_a_k_minus_k_k'][1:(d + 1) // 2]
-                                        ).tolist()}
-
-
-def write_fourier_analysis(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> list:
-  """Writes fourier.json (per member: final accuracies and `fourier_summary`) and, in figures/, the
-  first member's node spectra and r-monitors over training and the solution orders of all members."""
-  member_params = [jax.tree.map(lambda x, m=m: np.asarray(x[m]), result.params)
-                   for m in range(len(result.members))]
-  members = [{**member, **{f'{part}_accuracy': _final_or_nan(result, f'eval/{part}_accuracy', m)
-                           for part in ('train', 'test')},
-              **fourier_summary(member_params[m])} for m, member in enumerate(result.members)]
-  results.write_json(os.path.join(result.workdir, 'fourier.json'),   # a path or a URL
-                     {'modulus': config.data.modulus, 'hidden': config.model.hidden,
-                      'step': int(result.history['step'][-1]), 'members': members})
-  fig_dir = os.path.join(result.workdir, 'figures')
-  first = figures.member_label(result.members[0], ', ')
-  setting = f'{config.data.operation} mod {config.data.modulus}, q={config.model.hidden}'
-  Z_a = fourier.scaled_dft(np.asarray(member_params[0]['W_a'], np.float64))
-  strongest = np.argsort(-np.abs(Z_a).max(axis=0))[:16]
-  fourier.plot_node_spectra(Z_a, os.path.join(fig_dir, 'node_spectra.png'),
-                            nodes=strongest[np.argsort(fourier.peak_frequency(Z_a)[strongest])],
-                            title=f'{setting}: Fourier spectra of the {len(strongest)} strongest '
-                                  f'hidden nodes j (first member: {first})')
-  # plot_order_histogram skips the k = 0 slot of its input: prepend one.
-  fourier.plot_order_histogram([0] + [o for m in members for o in m['orders']],
-                               os.path.join(fig_dir, 'solution_orders.png'),
-                               title=f'{setting}: solution orders, all {len(members)} members')
-  fourier.plot_r_terms(result.history['step'], result.history['eval/r/diag'][:, 0],
-                       result.history['eval/r/offdiag'][:, 0], config.data.modulus,
-                       os.path.join(fig_dir, 'r_terms.png'),
-                       title=f'{setting}: r-monitors of the first member ({first})')
-  return members
-
-
-def _final_or_nan(result: trainer.TrainResult, name: str, member: int) -> float:
-  return float(result.final(name)[member]) if name in result.history else float('nan')
-
-
-EXPERIMENT = experiment.Experiment(name='modular_addition', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=report)
+EXPERIMENT = experiment.Experiment(
+    name='modular_addition', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/modular.py',),
+        data=('jaxdyn/data/modular.py',),
+        analysis=('jaxdyn/analysis/fourier.py', 'jaxdyn/analysis/semiring.py',
+                  'jaxdyn/analysis/modular_addition.py'),
+        studies=('jaxdyn/studies/modular_addition_table2.py',
+                 'jaxdyn/studies/modular_addition_sweep.py'),
+        launch=('launch/cogs_table2.py', 'launch/cogs_sweep.py', 'launch/cogs_constructions.py',
+                'launch/cogs_offsets.py'),
+        benchmarks=('benchmarks/modular.py',),
+        notebooks=('docs/notebooks/modular.ipynb',),
+        docs='docs/experiments/modular_addition.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()

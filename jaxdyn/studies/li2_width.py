@@ -9,7 +9,7 @@ The study: for Z_M, one `li2_grokking` program over widths × seeds. Every membe
 width's arrays; a member of width K has the hidden nodes j ≥ K zeroed at initialisation (the columns of
 W and the rows of V). With σ = x² a zero node has zero activation and zero gradients, and Adam with
 coupled L2 keeps zero parameters at zero (m = v = 0 gives a zero update), so the node stays dead and the
-member trains exactly the width-K net (`tests/experiments_li2_width_test.py` checks it against an
+member trains exactly the width-K net (`tests/studies_li2_width_test.py` checks it against an
 unpadded width-K run). Two readings of "generalises": test accuracy (argmax), which a net with only a
 few frequencies can already reach, and the test loss relative to the zero output's (1 − 1/M), which
 Theorem 3's exact reconstruction drives to 0. `launch/li2_width.py` runs it.
@@ -17,6 +17,7 @@ Theorem 3's exact reconstruction drives to 0. `launch/li2_width.py` runs it.
 
 from __future__ import annotations
 
+import os
 from typing import Sequence
 
 import jax
@@ -33,6 +34,12 @@ from jaxdyn.experiments import li2_grokking
 def theorem3_width(M: int) -> int:
   """K = 2M − 2: the nodes Theorem 3 needs for an Abelian group of order M (κ(H) = M − 1)."""
   return 2 * M - 2
+
+
+def widths_for(M: int, factors: Sequence[float]) -> list[int]:
+  """The widths run at Z_M: round(f · (2M − 2)) for each factor f, plus 2M − 3 and 2M − 1."""
+  k = theorem3_width(M)
+  return sorted({max(1, round(float(f) * k)) for f in factors} | {k - 1, k + 1})
 
 
 def width_config(M: int, widths: Sequence[int], *, seeds: int, steps: int, train_fraction: float,
@@ -126,3 +133,20 @@ def width_markdown(rows: list[dict]) -> str:
       'M': 'M', 'width K': 'width', 'K / (2M − 2)': 'ratio', 'seeds': 'test_accuracy/n',
       'test accuracy': 'test_accuracy', 'test loss / (1 − 1/M)': 'relative_test_loss'},
       formats={'K / (2M − 2)': '.2f', 'test accuracy': '.3f', 'test loss / (1 − 1/M)': '.3f'})
+
+
+def minimum_markdown(rows: list[dict]) -> str:
+  """`minimum_widths` of the rows as a table: per M, 2M − 2 and the smallest widths that generalise."""
+  return results.markdown_table(minimum_widths(rows), {
+      'M': 'M', '2M − 2': 'theorem3', 'min width, test acc ≥ 0.95': 'min_width_accuracy',
+      'min width, test loss ≤ 5% of 1 − 1/M': 'min_width_loss', 'widths run': 'widths'})
+
+
+def write_outputs(out: str, rows: list[dict]) -> tuple[str, str]:
+  """`out`/width.md (`width_markdown`), width_minimum.md (`minimum_markdown`) and width.json (the
+  rows); returns the two markdown tables."""
+  table, minimum = width_markdown(rows), minimum_markdown(rows)
+  results.write_markdown(os.path.join(out, 'width.md'), table)
+  results.write_markdown(os.path.join(out, 'width_minimum.md'), minimum)
+  results.write_json(os.path.join(out, 'width.json'), rows)
+  return table, minimum

@@ -1,4 +1,5 @@
-"""Tests for jaxdyn.experiments.li2_width: width members by masking, and the study's tables."""
+"""Tests for jaxdyn.studies.li2_width: width members by masking, and the study's tables."""
+import os
 import tempfile
 
 from absl.testing import absltest
@@ -7,7 +8,7 @@ import numpy as np
 import optax
 
 from jaxdyn.experiments import li2_grokking
-from jaxdyn.experiments import li2_width
+from jaxdyn.studies import li2_width
 
 
 class WidthTest(absltest.TestCase):
@@ -71,6 +72,17 @@ class WidthTest(absltest.TestCase):
                                 'min_width_loss': 12, 'widths': [4, 8, 12]}])
     table = li2_width.width_markdown(rows).splitlines()
     self.assertEqual(table[3], f'| 5 | 8 | 1.00 | 2 | 0.950 ± 0.050 | 0.105 ± 0.095 |')
+    minimum_table = li2_width.minimum_markdown(rows).splitlines()
+    self.assertEqual(minimum_table[2].replace(' ', ''), '|5|8|8|12|[4,8,12]|')
+    out = self.create_tempdir().full_path
+    self.assertEqual(li2_width.write_outputs(out, rows),
+                     (li2_width.width_markdown(rows), li2_width.minimum_markdown(rows)))
+    for name in ('width.md', 'width_minimum.md', 'width.json'):
+      self.assertTrue(os.path.exists(os.path.join(out, name)), name)
+
+  def test_widths_around_theorem3(self):
+    # 2M − 2 = 8 at M = 5: the factors' widths, plus 7 and 9.
+    self.assertEqual(li2_width.widths_for(5, [0.5, 1, 2]), [4, 7, 8, 9, 16])
 
   def test_bad_widths_are_refused(self):
     config = li2_width.width_config(5, (4,), seeds=1, steps=10, train_fraction=0.6, lr=1e-2)

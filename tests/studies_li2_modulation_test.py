@@ -1,7 +1,7 @@
-"""Tests for jaxdyn.experiments.li2_modulation: Li2 Stage III, frozen nodes steer the free ones."""
+"""Tests for jaxdyn.studies.li2_modulation: Li2 Stage III, frozen nodes steer the free ones."""
 from absl.testing import absltest
 
-from jaxdyn.experiments import li2_modulation
+from jaxdyn.studies import li2_modulation
 
 
 class StageThreeTest(absltest.TestCase):

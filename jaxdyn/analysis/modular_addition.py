@@ -1,21 +1,90 @@
-"""Tables of the CoGS study (Tian 2024, arXiv 2410.01779): Table 2 rows from per-seed Fourier summaries
-(`modular_addition.fourier_summary`), Table 2 with the published columns under both form classifiers
-(ours, `fourier.factorize_solution`, and the reference's, re-implemented below), the widths / losses of
-the constructed global optimisers and the Occam's-razor path (launch/cogs_table2.py,
-launch/cogs_constructions.py), how trained networks cancel the order-4 offset
-(launch/cogs_offsets.py), and the weight-decay × width sweep's order histograms (launch/cogs_sweep.py). Every ± here is the standard error over seeds (std with ddof = 1 over √n), the
-statistic of the published table."""
+"""The CoGS analysis of modular_addition (Tian 2024, arXiv 2410.01779): what the trained weights are.
+
+  per run       `fourier_summary` of each member's weights (solution orders, factorisation into the
+                constructed forms, Sec. 5's r-monitor) and `write_fourier_analysis` (fourier.json and
+                the node-spectra / solution-order / r-monitor figures the experiment's report writes)
+  Table 2       rows over seeds from those summaries, and the published columns under both form
+                classifiers (ours, `fourier.factorize_solution`, and the reference's, re-implemented
+                below) at the reference's epoch (`studies/modular_addition_table2.py`)
+  constructions the widths / losses of the constructed global optimisers and the Occam's-razor path
+                (launch/cogs_constructions.py)
+  offsets       how trained networks cancel the order-4 output offset (launch/cogs_offsets.py)
+  sweep         the weight-decay × width sweep's order histograms and figures
+                (`studies/modular_addition_sweep.py`)
+
+Every ± here is the standard error over seeds (std with ddof = 1 over √n), the statistic of the
+published table.
+"""
 
 import itertools
 import math
+import os
 
+import jax
+import ml_collections
 import numpy as np
 
 from jaxdyn.analysis import fourier
 from jaxdyn.analysis import semiring as S
 from jaxdyn.core import figures
 from jaxdyn.core import results
+from jaxdyn.core import trainer
 from jaxdyn.core.figures import plt
+
+
+def fourier_summary(params) -> dict:
+  """CoGS Table 2 statistics of one member's weights {'W_a', 'W_b', 'W_c'} (in float64): solution
+  orders of k = 1..(d-1)/2, fractions of order 4 / 6 / other, factorisation into the constructed forms
+  (fraction factorable, errors) and |r_{a,k,-k,k}| (non-zero for order-4 groups, Sec. 5)."""
+  spec = fourier.spectra({k: np.asarray(v, np.float64) for k, v in params.items()})
+  d = spec.Z_a.shape[0]
+  orders = fourier.solution_order(spec.Z_a)
+  fractions = fourier.order_fractions(orders)
+  factors = fourier.factorize_solution(spec)
+  forms = [form for _, form in factors['forms'].values()]
+  return {'orders': orders[1:].tolist(),
+          'order4': fractions['order4'], 'order6': fractions['order6'],
+          'other': 1.0 - fractions['order4'] - fractions['order6'],
+          'factorable': float(np.mean([f != 'nonfactorable' for f in forms])) if forms else float('nan'),
+          'forms': {str(k): form for k, (_, form) in factors['forms'].items()},
+          **{k: factors[k] for k in ('error4', 'error6', 'nonfactorable4', 'nonfactorable6')},
+          'abs_r_a_k_minus_k_k': np.abs(fourier.r_summary(spec)['r_a_k_minus_k_k'][1:(d + 1) // 2]
+                                        ).tolist()}
+
+
+def write_fourier_analysis(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> list:
+  """Writes fourier.json (per member: final accuracies and `fourier_summary`) and, in figures/, the
+  first member's node spectra and r-monitors over training and the solution orders of all members."""
+  member_params = [jax.tree.map(lambda x, m=m: np.asarray(x[m]), result.params)
+                   for m in range(len(result.members))]
+  members = [{**member, **{f'{part}_accuracy': _final_or_nan(result, f'eval/{part}_accuracy', m)
+                           for part in ('train', 'test')},
+              **fourier_summary(member_params[m])} for m, member in enumerate(result.members)]
+  results.write_json(os.path.join(result.workdir, 'fourier.json'),   # a path or a URL
+                     {'modulus': config.data.modulus, 'hidden': config.model.hidden,
+                      'step': int(result.history['step'][-1]), 'members': members})
+  fig_dir = os.path.join(result.workdir, 'figures')
+  first = figures.member_label(result.members[0], ', ')
+  setting = f'{config.data.operation} mod {config.data.modulus}, q={config.model.hidden}'
+  Z_a = fourier.scaled_dft(np.asarray(member_params[0]['W_a'], np.float64))
+  strongest = np.argsort(-np.abs(Z_a).max(axis=0))[:16]
+  fourier.plot_node_spectra(Z_a, os.path.join(fig_dir, 'node_spectra.png'),
+                            nodes=strongest[np.argsort(fourier.peak_frequency(Z_a)[strongest])],
+                            title=f'{setting}: Fourier spectra of the {len(strongest)} strongest '
+                                  f'hidden nodes j (first member: {first})')
+  # plot_order_histogram skips the k = 0 slot of its input: prepend one.
+  fourier.plot_order_histogram([0] + [o for m in members for o in m['orders']],
+                               os.path.join(fig_dir, 'solution_orders.png'),
+                               title=f'{setting}: solution orders, all {len(members)} members')
+  fourier.plot_r_terms(result.history['step'], result.history['eval/r/diag'][:, 0],
+                       result.history['eval/r/offdiag'][:, 0], config.data.modulus,
+                       os.path.join(fig_dir, 'r_terms.png'),
+                       title=f'{setting}: r-monitors of the first member ({first})')
+  return members
+
+
+def _final_or_nan(result: trainer.TrainResult, name: str, member: int) -> float:
+  return float(result.final(name)[member]) if name in result.history else float('nan')
 
 
 def _mean_sem(values) -> list[float]:

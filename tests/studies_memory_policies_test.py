@@ -1,9 +1,9 @@
-"""Tests for jaxdyn.experiments.memory_policies: policy names, config edits, a compiled report."""
+"""Tests for jaxdyn.studies.memory_policies: policy names, config edits, a compiled report."""
 
 from absl.testing import absltest, parameterized
 
 from jaxdyn.experiments import galore_pretrain
-from jaxdyn.experiments import memory_policies
+from jaxdyn.studies import memory_policies
 from jaxdyn.experiments import modular_addition
 
 
