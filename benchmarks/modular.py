@@ -39,7 +39,7 @@ import numpy as np
 
 from benchmarks import lib
 from jaxdyn.experiments import li2_grokking
-from jaxdyn.experiments import li2_scaling
+from jaxdyn.studies import li2_scaling
 from jaxdyn.experiments import modular_addition
 
 _STEPS = flags.DEFINE_integer('steps', 50, 'Steps per timed call on d = 127 (10x on d = 23).')
