@@ -12,7 +12,7 @@ import optax
 from jaxdyn.core import checkpoint
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 
 
 def schema():
@@ -36,7 +36,7 @@ def check(c):
 def build_task(c):
   hparams = experiment.member_grid(c, lr=(c.sweep.lr, c.opt.lr))
   targets = hparams['seed'].astype(np.float32) + 1
-  return trainer.Task(
+  return task_lib.Task(
       init_params=lambda key, hp: {'b': jnp.zeros(())},
       loss_fn=lambda p, batch, hp: (0.5 * (p['b'] - batch) ** 2, {}),
       make_optimizer=lambda hp: optax.sgd(hp['lr']),

@@ -14,6 +14,8 @@ import numpy as np
 
 from jaxdyn.core import members
 from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import program
+from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
 from jaxdyn.experiments import modular_addition
 
@@ -104,7 +106,7 @@ class TrainerMemberBatchTest(parameterized.TestCase):
     config.num_seeds = 4
     config.train.update(steps=10, eval_every=5, checkpoint_every=10, steps_per_dispatch=10)
     task = dataclasses.replace(modular_addition.build_task(config), member_batch=member_batch)
-    return trainer.train(task, trainer.schedule_from_config(config.train),
+    return trainer.train(task, task_lib.schedule_from_config(config.train),
                          self.create_tempdir().full_path, tensorboard=False)
 
   def test_member_groups_train_like_the_vmapped_sweep(self):
@@ -123,8 +125,8 @@ class TrainerMemberBatchTest(parameterized.TestCase):
       config = modular_addition.get_config()
       config.data.modulus, config.num_seeds = modulus, num_seeds
       task = modular_addition.build_task(config)
-      state = jax.eval_shape(lambda: trainer.init_state(task))
-      return trainer.member_batch(task, mesh, state['members'], state['step'], task.data, None,
+      state = jax.eval_shape(lambda: program.init_state(task))
+      return program.member_batch(task, mesh, state['members'], state['step'], task.data, None,
                                   task.hparams)
     # d = 7: the largest intermediate is (44 pairs x 512) floats = 90 kB, 8 of them fit
     self.assertIsNone(picked(7, 8))

@@ -7,11 +7,13 @@ import signal
 import subprocess
 import sys
 import time
+from unittest import mock
 
 from absl.testing import absltest
 from tensorboard.backend.event_processing import event_accumulator
 
 from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core.config import ConfigError
 
 
 def _tensorboard_steps(run_dir: str, tag: str) -> list[int]:
@@ -48,6 +50,11 @@ class MetricWriterResumeTest(absltest.TestCase):
     steps = _tensorboard_steps(os.path.join(workdir, 'tensorboard', 'seed=0'), 'loss')
     self.assertLen(steps, 10 + 7)
 
+  def test_tensorboard_without_tensorboardx_is_refused_by_name(self):
+    with mock.patch.object(metrics_lib.importlib.util, 'find_spec', return_value=None):
+      with self.assertRaisesRegex(ConfigError, r"'train.tensorboard' = True needs tensorboardX: "
+                                  r"pip install 'jaxdyn\[tensorboard\]'"):
+        metrics_lib.MetricWriter(self.create_tempdir().full_path, [{'seed': 0}])
 
   def test_start_fresh_clears_an_earlier_runs_records(self):
     workdir = self.create_tempdir().full_path

@@ -98,7 +98,7 @@ TRAIN_SCHEDULE_FIELDS = ('train.steps', 'train.eval_every', 'train.checkpoint_ev
 
 
 def require_train_schedule(config: ml_collections.ConfigDict) -> None:
-  """The `train` group every experiment has (read by `trainer.schedule_from_config`): all > 0."""
+  """The `train` group every experiment has (read by `task.schedule_from_config`): all > 0."""
   require_positive(config, *TRAIN_SCHEDULE_FIELDS)
   if 'max_dispatch_seconds' in config.train:
     require_nonnegative(config, 'train.max_dispatch_seconds')

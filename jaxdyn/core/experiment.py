@@ -13,7 +13,7 @@ An experiment module declares one `Experiment`:
   is the variant's one-line help); `configs/<name>.py:<variant>` and notebooks get the same configs;
 * `check(config)` holds only the experiment's own value rules: unknown fields, wrong types, the train
   schedule and `num_seeds` are checked here for all;
-* `build_task(config)` returns the `trainer.Task`; `report(result, config)` writes what the experiment
+* `build_task(config)` returns the `task_lib.Task`; `report(result, config)` writes what the experiment
   shows after training (figures, summaries) and may return a value that `train_and_evaluate` ignores;
 * a multi-stage experiment (several Tasks, each built from the results of the ones before: a VQ-VAE,
   then a decoder reading its codes) gives `stages=(Stage(...), ...)` instead of `build_task`; its
@@ -32,11 +32,12 @@ import numpy as np
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import sweep as sweep_lib
+from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
 
 DEFAULT_TRAIN = dict(steps=1_000, eval_every=10, checkpoint_every=1_000, keep_checkpoints=3,
                      steps_per_dispatch=1_000, max_dispatch_seconds=0.0, progress_every_secs=10.0,
-                     tensorboard=False, microbatches=1)
+                     tensorboard=False, microbatches=1, profile_steps=(0, 0))
 
 
 def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
@@ -44,9 +45,10 @@ def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
   """The groups every experiment has; `train` overrides the schedule defaults (`DEFAULT_TRAIN`).
 
   seed, num_seeds  members use seeds seed, seed + 1, ..., seed + num_seeds - 1
-  train            the schedule `trainer.schedule_from_config` reads (all counts in steps;
+  train            the schedule `task.schedule_from_config` reads (all counts in steps;
                    max_dispatch_seconds > 0 also caps one dispatch's duration: a stop or preemption
-                   is then honoured within about that time; 0: off)
+                   is then honoured within about that time; 0: off; profile_steps (start, stop):
+                   a jax.profiler trace of those steps in <workdir>/profile, (0, 0): off)
   mesh             devices on the sweep and data axes; -1: automatic (`mesh.make_mesh`);
                    shard_params: each member's params and optimizer state split over `data` (FSDP)
   """
@@ -119,13 +121,13 @@ class Stage:
 
   name        every stage but the last trains in `<workdir>/<name>`; the last, whose result is the
               experiment's, in `workdir` itself
-  build_task  (config, {earlier stage name: its TrainResult}) → the stage's `trainer.Task`
+  build_task  (config, {earlier stage name: its TrainResult}) → the stage's `task_lib.Task`
   schedule    None: the config's `train` and `mesh` groups (`trainer.train_from_config`); or
-              config → a `trainer.Schedule` of the stage's own (no TensorBoard, params unsharded)
+              config → a `task_lib.Schedule` of the stage's own (no TensorBoard, params unsharded)
   """
   name: str
-  build_task: Callable[[ml_collections.ConfigDict, Mapping[str, trainer.TrainResult]], trainer.Task]
-  schedule: Callable[[ml_collections.ConfigDict], trainer.Schedule] | None = None
+  build_task: Callable[[ml_collections.ConfigDict, Mapping[str, task_lib.TrainResult]], task_lib.Task]
+  schedule: Callable[[ml_collections.ConfigDict], task_lib.Schedule] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,7 +137,7 @@ class Experiment:
   schema: Callable[[], ml_collections.ConfigDict]
   variants: Mapping[str, Variant]
   check: Callable[[ml_collections.ConfigDict], None]
-  build_task: Callable[[ml_collections.ConfigDict], trainer.Task] | None = None
+  build_task: Callable[[ml_collections.ConfigDict], task_lib.Task] | None = None
   report: Callable[..., Any] | None = None
   parts: Parts = Parts()
   stages: tuple[Stage, ...] = ()   # instead of build_task: several trainings, in order
@@ -176,7 +178,7 @@ class Experiment:
     self.check(config)
 
   def train_and_evaluate(self, config: ml_collections.ConfigDict,
-                         workdir: str) -> trainer.TrainResult:
+                         workdir: str) -> task_lib.TrainResult:
     """Checks the config, builds the task, trains (or resumes) it in `workdir`, then reports; with
     `stages`, trains them all (`train_stages`) and returns the last one's result."""
     self.check_config(config)
@@ -189,7 +191,7 @@ class Experiment:
     return result
 
   def train_stages(self, config: ml_collections.ConfigDict,
-                   workdir: str) -> dict[str, trainer.TrainResult]:
+                   workdir: str) -> dict[str, task_lib.TrainResult]:
     """Trains (or resumes) each of `stages` in turn where `Stage` says; its results, by stage name.
     (No config check, no report: `train_and_evaluate` does both.)"""
     done = {}

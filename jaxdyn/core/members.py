@@ -19,9 +19,10 @@ a time when one member's alone is larger than `STREAM_BYTES`; the rules come fro
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, NamedTuple
+from typing import Callable, NamedTuple
 
 import jax
+from jax.extend import core as jax_core
 import jax.numpy as jnp
 import numpy as np
 
@@ -114,7 +115,7 @@ def largest_intermediate_bytes(fn: Callable, *args) -> int:
         aval = getattr(v, 'aval', None)
         if hasattr(aval, 'shape') and hasattr(aval, 'dtype'):
           best = max(best, math.prod(aval.shape) * _itemsize(aval.dtype))
-      for sub in _subjaxprs(eqn.params):
+      for sub in jax_core.jaxprs_in_params(eqn.params):
         visit(sub)
   visit(closed.jaxpr)
   return best
@@ -125,15 +126,6 @@ def _itemsize(dtype) -> int:
     return np.dtype(dtype).itemsize
   except TypeError:   # extended dtypes (typed PRNG keys)
     return 8
-
-
-def _subjaxprs(params: dict[str, Any]):
-  for value in params.values():
-    for v in value if isinstance(value, (tuple, list)) else (value,):
-      if hasattr(v, 'eqns'):            # a Jaxpr
-        yield v
-      elif hasattr(getattr(v, 'jaxpr', None), 'eqns'):   # a ClosedJaxpr
-        yield v.jaxpr
 
 
 def auto_batch(largest_bytes: int, local_members: int, budget: int = CACHE_BUDGET_BYTES,

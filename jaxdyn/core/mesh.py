@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import jax
-import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxdyn.core.config import ConfigError
@@ -36,8 +35,9 @@ def make_mesh(num_members: int, sweep_devices: int = -1, data_devices: int = -1)
   if num_members % sweep_devices:
     raise ConfigError(f'{num_members} sweep members cannot be split evenly over {sweep_devices} '
                       f'sweep devices; choose mesh.sweep dividing the number of members')
-  grid = np.asarray(devices[:sweep_devices * data_devices]).reshape(sweep_devices, data_devices)
-  return Mesh(grid, (SWEEP, DATA))
+  return jax.make_mesh((sweep_devices, data_devices), (SWEEP, DATA),
+                       axis_types=(jax.sharding.AxisType.Auto,) * 2,
+                       devices=devices[:sweep_devices * data_devices])
 
 
 def sweep_sharding(mesh: Mesh) -> NamedSharding:

@@ -1,13 +1,16 @@
-"""Metric writers behind one small interface: `write(step, member, scalars)`.
+"""Metric writers behind one small interface: `write(step, member, scalars)`, and the records' reader.
 
 Every record goes to `<workdir>/metrics.jsonl` (one JSON object a line: step, sweep member, its
-hyperparameters and the scalars) and to TensorBoard event files under `<workdir>/tensorboard/<member>/`.
+hyperparameters and the scalars) and, with `train.tensorboard` (the `tensorboard` extra:
+tensorboardX), to TensorBoard event files under `<workdir>/tensorboard/<member>/`.
 On resume the JSONL file is cut back to the restored step, so an interrupted-and-resumed run leaves the
 same file as an uninterrupted one.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import json
 import logging as logging_std
 import math
@@ -18,12 +21,20 @@ import time
 from typing import Any, Mapping, Sequence
 
 from absl import logging
-from tensorboard.compat.proto import event_pb2, summary_pb2
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from jaxdyn.core import paths
+from jaxdyn.core.config import ConfigError
 
 METRICS_FILE = 'metrics.jsonl'
+_EVENT_FILES = itertools.count()
+TENSORBOARD_EXTRA = "pip install 'jaxdyn[tensorboard]' (tensorboardX)"
+
+
+def require_tensorboard() -> None:
+  """Refuses `train.tensorboard=True` where tensorboardX (the `tensorboard` extra) is missing."""
+  if importlib.util.find_spec('tensorboardX') is None:
+    raise ConfigError(f'config field \'train.tensorboard\' = True needs tensorboardX: '
+                      f'{TENSORBOARD_EXTRA}, or set train.tensorboard=False')
 
 
 class _QuietLibraries(logging_std.Filter):
@@ -57,9 +68,10 @@ class MetricWriter:
 
   def __init__(self, workdir: str, members: Sequence[Mapping[str, Any]], tensorboard: bool = True,
                resumed_from: int | None = None, remote_sync_secs: float = 30.0):
-    """`resumed_from`: the restored step of a resumed run. TensorBoard is then told, by a
-    `SessionLog.START` event at the next step, to purge the events an interrupted run wrote after it
-    (the JSONL is cut back by `truncate_after`); otherwise both runs' curves would overlap."""
+    """`resumed_from`: the restored step of a resumed run. TensorBoard is then told (tensorboardX's
+    `purge_step`: a `SessionLog.START` event at the next step) to purge the events an interrupted
+    run wrote after it (the JSONL is cut back by `truncate_after`); otherwise both runs' curves would
+    overlap."""
     self.path = paths.join(workdir, METRICS_FILE)
     self.members = list(members)
     self.remote = paths.is_url(workdir)
@@ -76,13 +88,16 @@ class MetricWriter:
       tb_root = self._tb_remote
     self._tb = []
     if tensorboard:
+      require_tensorboard()
+      import tensorboardX  # pylint: disable=g-import-not-at-top -- an optional extra
+      purge_step = None if resumed_from is None else int(resumed_from) + 1
       for i, member in enumerate(self.members):
         name = '_'.join(f'{k}={v}' for k, v in member.items()) or f'member{i}'
-        self._tb.append(EventFileWriter(os.path.join(tb_root, name)))
-        if resumed_from is not None:
-          self._tb[-1].add_event(event_pb2.Event(
-              wall_time=time.time(), step=int(resumed_from) + 1,
-              session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START)))
+        # A file of its own even when a resume starts within the same second (tensorboardX names
+        # files by the second and the host): the pid and a count, as TensorBoard's own writer does.
+        self._tb.append(tensorboardX.SummaryWriter(
+            os.path.join(tb_root, name), purge_step=purge_step,
+            filename_suffix=f'.{os.getpid()}.{next(_EVENT_FILES)}'))
 
   def write(self, step: int, member: int, scalars: Mapping[str, Any]) -> None:
     record = {'step': int(step), 'member': member, **self.members[member]}
@@ -92,10 +107,9 @@ class MetricWriter:
     else:
       self._file.write(json.dumps(record) + '\n')
     if self._tb:
-      summary = summary_pb2.Summary(value=[
-          summary_pb2.Summary.Value(tag=k, simple_value=float(v)) for k, v in scalars.items()])
-      self._tb[member].add_event(event_pb2.Event(wall_time=time.time(), step=int(step),
-                                                 summary=summary))
+      wall_time = time.time()
+      for k, v in scalars.items():
+        self._tb[member].add_scalar(k, float(v), int(step), walltime=wall_time)
 
   def flush(self) -> None:
     """Locally: flushes the files. Remote: uploads if `remote_sync_secs` have passed."""
@@ -195,6 +209,11 @@ def read_metrics(workdir: str) -> list[dict]:
   """All records of `<workdir>/metrics.jsonl`."""
   text = paths.read_text(paths.join(workdir, METRICS_FILE))
   return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def is_metric(key: str) -> bool:
+  """Metric names hold a '/' ('eval/loss', 'train/accuracy'); member labels do not ('lr', 'seed')."""
+  return '/' in key
 
 
 class Progress:

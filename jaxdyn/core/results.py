@@ -34,9 +34,7 @@ def read_records(workdir: str) -> list[Row]:
   return metrics_lib.read_metrics(workdir)
 
 
-def is_metric(key: str) -> bool:
-  """Metric names hold a '/' ('eval/loss', 'train/accuracy'); member labels do not ('lr', 'seed')."""
-  return '/' in key
+is_metric = metrics_lib.is_metric
 
 
 def members_of(records: Iterable[Row]) -> list[Row]:

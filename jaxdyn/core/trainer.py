@@ -1,168 +1,51 @@
-"""The compiled training core shared by every experiment.
+"""The training loop shared by every experiment: `train` runs a `task.Task` over its `task.Schedule`.
 
-An experiment describes one run as a `Task` (pure functions of one sweep member's params, data and
-hyperparameters); `train` turns it into one jitted program over the whole sweep:
+The program it dispatches is `core.program`'s; this module runs it:
 
-  * `vmap` over sweep members (seeds x learning rates x weight decays, ...), sharded over the mesh's
-    `sweep` axis, batches sharded over its `data` axis;
-  * `lax.scan` over `eval_every` steps, then evaluation, nested in a scan over evaluations, so one
-    dispatch runs many steps;
   * metrics fetched one dispatch late (dispatch stays asynchronous), written as JSONL and TensorBoard,
     with a progress line; a member whose loss turns non-finite is masked (NaN in its records, a
     warning) while the others finish; when every member has, the run stops naming the step and the
     last good checkpoint;
-  * Orbax checkpoints at absolute step multiples; restarting in the same workdir resumes, and because
-    dispatch boundaries depend only on absolute steps, a resumed run is bit-identical to an
-    uninterrupted one;
+  * Orbax checkpoints at absolute step multiples; restarting in the same workdir resumes
+    (`core.resume`), and because dispatch boundaries depend only on absolute steps, a resumed run is
+    bit-identical to an uninterrupted one;
   * with `max_dispatch_seconds`, one dispatch runs only as many evaluation blocks as fit in that
     time (measured on the launch's first dispatch), so that a stop or preemption request, honoured
     at dispatch boundaries, waits at most about that long; the records do not change;
   * each chunk program is compiled ahead of time and its compile time logged and recorded in
-    `<workdir>/compile.json` (`core.compilation`).
+    `<workdir>/compile.json` (`core.compilation`);
+  * the parameters per member are logged at the start; with `profile_steps`, a `jax.profiler` trace
+    of the dispatches in that window is written to `<workdir>/profile`.
 The workdir is a local path or a URL (`gs://bucket/run`, through `core.paths`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
-import math
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from absl import logging
 from jax.experimental import multihost_utils
 
 from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import compilation
-from jaxdyn.core import members as members_lib
-from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import paths
-from jaxdyn.core import results as results_lib
+from jaxdyn.core import program
+from jaxdyn.core import resume
 from jaxdyn.core import workdir_lock
-from jaxdyn.core.config import ConfigError, differing_fields
-from jaxdyn.core.stats import tree_norms
+from jaxdyn.core.task import Schedule, Task, TrainResult, schedule_from_config
 
-Params = Any
-Batch = Any
-Hparams = Mapping[str, jax.Array]
+PROFILE_DIR = 'profile'
 
 
-@dataclasses.dataclass(frozen=True)
-class Task:
-  """One sweep member's training problem, as pure functions (all called inside jit, per member).
-
-  init_params(key, hparams) -> params
-  loss_fn(params, batch, hparams) -> (loss, dict of scalar metrics)
-  make_optimizer(hparams) -> optax.GradientTransformation (hparams may be traced: lr, wd, ...)
-  get_batch(data, step, key) -> batch; `key` is the member's data key: with the step it is the
-    data-order state (fold in the step for fresh samples, or the epoch for a permutation)
-  evaluate(params, data) -> dict of metrics: scalars are logged, arrays are kept in the history
-
-  `data` is a pytree whose leaves have a leading sweep axis (each member its own split, say), or None
-  where members have no data of their own;
-  `hparams` maps names to arrays of shape (S,) and labels the members in the metrics. `hparams['seed']`
-  seeds the member's parameters and data order. `shared_data` (a dict, no sweep axis, replicated:
-  a text corpus, say) is merged into each member's `data` dict before get_batch and evaluate see it.
-  `member_batch`: how the training step runs over the members (`core.members`): 'auto' picks from
-  the step's largest intermediate, 'all' vmaps every member, an int k runs groups of k in a loop,
-  'unrolled:k' groups of k as independent sub-programs.
-  It changes the program, not the maths.
-  """
-  init_params: Callable[..., Params]
-  loss_fn: Callable[..., tuple[jax.Array, dict]]
-  make_optimizer: Callable[[Hparams], optax.GradientTransformation]
-  get_batch: Callable[..., Batch]
-  evaluate: Callable[..., dict] | None
-  hparams: dict[str, np.ndarray]
-  data: Any = None
-  shared_data: dict | None = None
-  member_batch: int | str = 'auto'
-
-  @property
-  def num_members(self) -> int:
-    return len(self.hparams['seed'])
-
-  def member_labels(self) -> list[dict]:
-    def label(v):
-      return float(f'{v:.7g}') if isinstance(v, float) else v   # float32 shown as typed: 0.01
-    return [{k: label(v[i].item()) for k, v in self.hparams.items()}
-            for i in range(self.num_members)]
-
-
-@dataclasses.dataclass(frozen=True)
-class Schedule:
-  """Step counts of a run. Dispatch and checkpoint boundaries are absolute step multiples."""
-  steps: int
-  eval_every: int
-  checkpoint_every: int
-  steps_per_dispatch: int
-  keep_checkpoints: int = 3
-  progress_every_secs: float = 10.0
-  microbatches: int = 1   # gradient accumulation: each step's batch in this many equal parts
-  max_dispatch_seconds: float = 0.0   # 0: no cap in seconds
-
-  def __post_init__(self):
-    if self.microbatches < 1:
-      raise ConfigError(f'train.microbatches must be at least 1, got {self.microbatches}')
-
-  def next_chunk(self, step: int, max_evaluations: int | None = None) -> tuple[int, int]:
-    """(evaluations, steps per evaluation) of the dispatch starting at `step`; with
-    `max_evaluations`, dispatches also end at the absolute multiples of that many evaluations."""
-    stop = min(self.steps, (step // self.checkpoint_every + 1) * self.checkpoint_every,
-               (step // self.steps_per_dispatch + 1) * self.steps_per_dispatch)
-    if max_evaluations:
-      span = max_evaluations * self.eval_every
-      stop = min(stop, (step // span + 1) * span)
-    offset = step % self.eval_every
-    if offset:
-      return 1, min(self.eval_every - offset, stop - step)
-    n = stop - step
-    return (n // self.eval_every, self.eval_every) if n >= self.eval_every else (1, n)
-
-  def is_checkpoint_step(self, step: int) -> bool:
-    return step % self.checkpoint_every == 0 or step == self.steps
-
-  def evaluations_per_dispatch(self, block_seconds: float) -> int | None:
-    """The evaluation blocks (`eval_every` steps and an evaluation) one dispatch may run so that it
-    lasts at most `max_dispatch_seconds`, given the measured seconds of one block; None where the cap
-    does not bind. Chosen among the divisors of the blocks between dispatch and checkpoint boundaries,
-    so that the chunks keep one shape (one compile). Never below one block: a single block that takes
-    longer than the cap is the bound then (the records are made at block ends)."""
-    if self.max_dispatch_seconds <= 0:
-      return None
-    cap = max(1, int(self.max_dispatch_seconds / max(block_seconds, 1e-9)))
-    if cap * self.eval_every >= self.steps_per_dispatch:
-      return None
-    if self.steps_per_dispatch % self.eval_every or self.checkpoint_every % self.eval_every:
-      return cap
-    period = math.gcd(self.steps_per_dispatch, self.checkpoint_every) // self.eval_every
-    return max(d for d in range(1, min(cap, period) + 1) if period % d == 0)
-
-
-@dataclasses.dataclass
-class TrainResult:
-  """What `train` returns: the final state, the logged history and where things were written."""
-  state: Any
-  history: dict[str, np.ndarray]   # 'step': (E,), each metric: (E, S, ...)
-  members: list[dict]
-  workdir: str
-  wall_time_s: float
-  diverged: dict[int, int] = dataclasses.field(default_factory=dict)   # member -> first NaN step
-
-  @property
-  def params(self):
-    return self.state['members']['params']
-
-  def final(self, name: str) -> np.ndarray:
-    return self.history[name][-1]
+# --------------------------------------------------------------------------- stopping
 
 
 class StopRequested(Exception):
@@ -183,136 +66,38 @@ def request_stop() -> None:
   _STOP.set()
 
 
-def init_state(task: Task) -> dict:
-  """The sweep's train state: a shared step and, per member, params, optimizer state and key."""
-  def one(hp):
-    key = jax.random.key(hp['seed'])
-    params = task.init_params(jax.random.fold_in(key, 0), hp)
-    opt_state = task.make_optimizer(hp).init(params)
-    return {'params': params, 'opt_state': opt_state,
-            'key': jax.random.key_data(jax.random.fold_in(key, 1))}
-  return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
+# --------------------------------------------------------------------------- processes
 
 
-def _loss_and_grads(task: Task, mesh, microbatches: int, params, batch, hp):
-  """(loss, aux), grads of the whole batch; with `microbatches` > 1, the mean over equal parts of
-  the batch's leading axis, computed one part at a time in a `lax.scan` (gradient accumulation:
-  the same update as the whole batch for a per-example mean loss, up to float summation order, with
-  the activations of one part alive at a time)."""
-  grad_fn = jax.value_and_grad(task.loss_fn, has_aux=True)
-  if microbatches == 1:
-    return grad_fn(params, mesh_lib.shard_batch(batch, mesh), hp)
-
-  def split(x):
-    if not jnp.ndim(x) or x.shape[0] % microbatches:
-      raise ConfigError(f'train.microbatches={microbatches} must divide the batch\'s leading axis '
-                        f'(a batch leaf has shape {jnp.shape(x)})')
-    return x.reshape((microbatches, x.shape[0] // microbatches) + x.shape[1:])
-
-  def accumulate(total, part):
-    out = grad_fn(params, mesh_lib.shard_batch(part, mesh), hp)
-    return jax.tree.map(jnp.add, total, out), None
-
-  shapes = jax.eval_shape(grad_fn, params, jax.tree.map(lambda x: x[0], jax.tree.map(split, batch)),
-                          hp)
-  zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-  total, _ = jax.lax.scan(accumulate, zeros, jax.tree.map(split, batch))
-  return jax.tree.map(lambda x: x / microbatches, total)
+def is_primary() -> bool:
+  """Process 0 writes records, TensorBoard and figures; every process saves its checkpoint shards."""
+  return jax.process_index() == 0
 
 
-def _member_step(task: Task, mesh, with_stats: bool, microbatches: int, member, step, data, shared,
-                 hp):
-  """One optimizer update of one member; with its dynamics statistics (norms by layer) if asked."""
-  data = _with_shared(data, shared)
-  key = jax.random.wrap_key_data(member['key'])
-  (loss, aux), grads = _loss_and_grads(task, mesh, microbatches, member['params'],
-                                       task.get_batch(data, step, key), hp)
-  tx = task.make_optimizer(hp)
-  updates, opt_state = tx.update(grads, member['opt_state'], member['params'])
-  params = optax.apply_updates(member['params'], updates)
-  metrics = {'train/loss': loss}
-  if with_stats:
-    metrics.update({**{f'train/{k}': v for k, v in aux.items()},
-                    **tree_norms(member['params'], 'norm/params'),
-                    **tree_norms(grads, 'norm/grads'), **tree_norms(updates, 'norm/updates')})
-  return {'params': params, 'opt_state': opt_state, 'key': member['key']}, metrics
+@contextlib.contextmanager
+def _lock_on_process_zero(workdir: str):
+  """The workdir lock, taken by process 0; every process learns whether it got it."""
+  if jax.process_count() == 1:
+    with workdir_lock.hold(workdir):
+      yield
+    return
+  path, error = None, None
+  if is_primary():
+    try:
+      path = workdir_lock.acquire(workdir)
+    except workdir_lock.WorkdirLockedError as e:
+      error = e
+  if not int(multihost_utils.broadcast_one_to_all(np.int32(error is None))):
+    raise error or workdir_lock.WorkdirLockedError(
+        f'workdir {workdir}: process 0 could not take the lock (see its log)')
+  try:
+    yield
+  finally:
+    if path:
+      workdir_lock.release(path)
 
 
-def _with_shared(data, shared):
-  if shared is None:
-    return data
-  return dict(shared) if data is None else {**data, **shared}
-
-
-def _evaluate(task: Task, params, data, shared) -> dict:
-  if task.evaluate is None:
-    return {}
-  return jax.vmap(
-      lambda p, d: {f'eval/{k}': v for k, v in task.evaluate(p, _with_shared(d, shared)).items()}
-  )(params, data)
-
-
-def build_chunk_fn(task: Task, mesh, *, microbatches: int = 1, state_sharding=None):
-  """The jitted program: n_outer x (scan of n_inner steps, then evaluation).
-
-  Only the last step before an evaluation computes the logged statistics; the others return just
-  their loss (checked for non-finite values). `state_sharding` (default: members over `sweep`) is
-  how the state stays laid out across dispatches (`state_shardings` for the FSDP layout).
-  """
-  def vstep(with_stats, batch):
-    return members_lib.over_members(
-        functools.partial(_member_step, task, mesh, with_stats, microbatches),
-        (0, None, 0, None, 0), batch=batch, num_members=task.num_members,
-        sweep_devices=mesh.shape[mesh_lib.SWEEP], spmd_axis_name=mesh_lib.SWEEP)
-  # Params laid out over devices (FSDP, `state_shardings(shard_params=True)`): keep the plain vmap.
-  fsdp = state_sharding is not None and not isinstance(state_sharding['members'],
-                                                       jax.sharding.Sharding)
-
-  rep = mesh_lib.replicated(mesh)
-  state_sharding = state_sharding or {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
-
-  # Metrics come back replicated, so that every process (multi-host) can fetch them.
-  @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',),
-                     out_shardings=(state_sharding, rep))
-  def chunk(state, data, shared, hparams, *, n_outer: int, n_inner: int):
-    batch = None if fsdp else member_batch(task, mesh, state['members'], state['step'], data,
-                                           shared, hparams, microbatches)
-    lean_step, logged_step = vstep(False, batch), vstep(True, batch)
-
-    def inner(carry, _):
-      members, step = carry
-      members, metrics = lean_step(members, step, data, shared, hparams)
-      return (members, step + 1), metrics['train/loss']
-
-    def outer(carry, _):
-      (members, step), losses = jax.lax.scan(inner, carry, None, length=n_inner - 1)
-      members, last = logged_step(members, step, data, shared, hparams)
-      losses = jnp.concatenate([losses, last['train/loss'][None]])          # (n_inner, S)
-      bad = ~jnp.isfinite(losses)
-      first_bad = jnp.where(jnp.any(bad, axis=0), jnp.argmax(bad, axis=0), -1)   # (S,)
-      evals = _evaluate(task, members['params'], data, shared)
-      return (members, step + 1), (last, evals, first_bad)
-
-    (members, step), outs = jax.lax.scan(outer, (state['members'], state['step']), None,
-                                         length=n_outer)
-    return {'step': step, 'members': members}, outs
-
-  return chunk
-
-
-def member_batch(task: Task, mesh, members, step, data, shared, hparams,
-                 microbatches: int = 1) -> int | members_lib.Unrolled | None:
-  """The training step's members per group (None: all vmapped) for these (traced or concrete)
-  arguments: `task.member_batch`, or with 'auto' `members.auto_batch` of the lean step's largest
-  intermediate."""
-  if task.member_batch != 'auto':
-    return members_lib.parse_batch(task.member_batch)
-  one = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
-  largest = members_lib.largest_intermediate_bytes(
-      functools.partial(_member_step, task, mesh, False, microbatches), one(members),
-      jax.ShapeDtypeStruct(step.shape, step.dtype), one(data),
-      jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), shared), one(hparams))
-  return members_lib.auto_batch(largest, task.num_members // mesh.shape[mesh_lib.SWEEP])
+# --------------------------------------------------------------------------- history
 
 
 class _History:
@@ -369,7 +154,19 @@ class _History:
           f'sweep has diverged (first steps by member: {self.diverged}; members: {self.members}); '
           f'last good checkpoint: {where}')
 
-  def diverged_in_prefix(self) -> None:
+  @classmethod
+  def resumed(cls, writer: metrics_lib.MetricWriter, progress: metrics_lib.Progress,
+              members: list[dict], steps: list[int], records: dict[str, dict[int, np.ndarray]],
+              last_good_checkpoint: str) -> _History:
+    """The history of a run resumed at its last step, from the records of the steps it had run
+    (`resume.history_prefix`); members that had diverged are noted."""
+    history = cls(writer, progress, members)
+    history.steps, history.records = steps, records
+    history.last_good_checkpoint = last_good_checkpoint
+    history._diverged_in_prefix()
+    return history
+
+  def _diverged_in_prefix(self) -> None:
     """Members whose training loss was already non-finite in a resumed run's records."""
     losses = self.records.get('train/loss', {})
     for i in sorted(losses):
@@ -389,6 +186,9 @@ class _History:
         values = [fill if v is None else v for v in values]
       out[name] = np.stack(values)
     return out
+
+
+# --------------------------------------------------------------------------- dispatches
 
 
 class _Dispatcher:
@@ -452,116 +252,82 @@ class _Dispatcher:
                          'max_evaluations': evaluations or 0})
 
 
+class _Profiler:
+  """A `jax.profiler` trace of the dispatches that meet `schedule.profile_steps`, in
+  `<workdir>/profile` (TensorBoard's profile plugin or Perfetto read it)."""
+
+  def __init__(self, schedule: Schedule, workdir: str):
+    self.schedule, self.workdir = schedule, workdir
+    self.tracing = False
+
+  def before(self, start: int, stop: int) -> None:
+    """Starts the trace before a dispatch of steps [start, stop) in the window."""
+    if not self.tracing and self.schedule.profiles(start, stop):
+      directory = paths.join(self.workdir, PROFILE_DIR)
+      logging.info('profiling steps %d to %d into %s', *self.schedule.profile_steps, directory)
+      jax.profiler.start_trace(directory)
+      self.tracing = True
+
+  def after(self, step: int, outputs) -> None:
+    """Ends the trace once the dispatches up to `step` have run, if the window ends there."""
+    if self.tracing and (step >= self.schedule.profile_steps[1] or step >= self.schedule.steps):
+      self.stop(outputs)
+
+  def stop(self, outputs=None) -> None:
+    if self.tracing:
+      jax.block_until_ready(outputs)
+      jax.profiler.stop_trace()
+      self.tracing = False
+
+
+# --------------------------------------------------------------------------- the loop
+
+
 def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_json: dict | None = None,
-          tensorboard: bool = True, shard_params: bool = False) -> TrainResult:
+          tensorboard: bool = True, shard_params: bool = False,
+          placement: program.Placement | None = None) -> TrainResult:
   """Runs (or resumes) `task` for `schedule.steps` steps, writing metrics and checkpoints to workdir.
 
   The workdir is locked for the run (`workdir_lock`): a second launch in it is refused.
-  `shard_params` splits each member's params and optimizer state over the mesh's `data` axis
-  (`state_shardings`).
+  `placement` (default: built from `mesh`, every member on one device without it, and
+  `shard_params`) is where the arrays live; `shard_params` splits each member's params and optimizer
+  state over the mesh's `data` axis (`program.state_shardings`).
   """
+  if tensorboard:
+    metrics_lib.require_tensorboard()
+  placement = placement or program.Placement.create(task, mesh, shard_params)
   paths.makedirs(workdir)
   with _lock_on_process_zero(workdir):
-    return _train_locked(task, schedule, workdir, mesh=mesh, config_json=config_json,
-                         tensorboard=tensorboard, shard_params=shard_params)
+    return _train_locked(task, schedule, workdir, placement=placement, config_json=config_json,
+                         tensorboard=tensorboard)
 
 
-def state_shardings(task: Task, mesh, shard_params: bool = False) -> dict:
-  """How the train state is laid out: the step replicated, members over `sweep`; with
-  `shard_params`, every large member leaf also over `data` (`mesh.fsdp_sharding`)."""
-  rep = mesh_lib.replicated(mesh)
-  if not shard_params or mesh.shape[mesh_lib.DATA] == 1:
-    return {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
-  abstract = jax.eval_shape(functools.partial(init_state, task))
-  return {'step': rep, 'members': jax.tree.map(lambda x: mesh_lib.fsdp_sharding(mesh, x.shape),
-                                               abstract['members'])}
-
-
-def compile_chunk(task: Task, mesh, *, microbatches: int = 1, shard_params: bool = False,
-                  n_inner: int = 1, n_outer: int = 1):
-  """The sweep's compiled dispatch (`build_chunk_fn`) and its compile time in seconds, from
-  abstract arrays only (nothing is allocated): `compiled.memory_analysis()` is what one device of
-  `mesh` needs (launch/memory_report.py)."""
-  sweep, rep = mesh_lib.sweep_sharding(mesh), mesh_lib.replicated(mesh)
-  state_sharding = state_shardings(task, mesh, shard_params)
-
-  def abstract(tree, sharding):   # `sharding`: a prefix of `tree`
-    def leaves(s, subtree):
-      return jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x),
-                                                         sharding=s), subtree)
-    return jax.tree.map(leaves, sharding, tree,
-                        is_leaf=lambda x: isinstance(x, jax.sharding.Sharding))
-  state = abstract(jax.eval_shape(functools.partial(init_state, task)), state_sharding)
-  data = abstract(task.data, sweep)
-  shared = abstract(task.shared_data, rep)
-  hparams = {k: jax.ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype, sharding=sweep)
-             for k, v in task.hparams.items()}
-  chunk = build_chunk_fn(task, mesh, microbatches=microbatches, state_sharding=state_sharding)
-  start = time.perf_counter()
-  compiled = chunk.lower(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner).compile()
-  return compiled, time.perf_counter() - start
-
-
-def is_primary() -> bool:
-  """Process 0 writes records, TensorBoard and figures; every process saves its checkpoint shards."""
-  return jax.process_index() == 0
-
-
-@contextlib.contextmanager
-def _lock_on_process_zero(workdir: str):
-  """The workdir lock, taken by process 0; every process learns whether it got it."""
-  if jax.process_count() == 1:
-    with workdir_lock.hold(workdir):
-      yield
-    return
-  path, error = None, None
-  if is_primary():
-    try:
-      path = workdir_lock.acquire(workdir)
-    except workdir_lock.WorkdirLockedError as e:
-      error = e
-  if not int(multihost_utils.broadcast_one_to_all(np.int32(error is None))):
-    raise error or workdir_lock.WorkdirLockedError(
-        f'workdir {workdir}: process 0 could not take the lock (see its log)')
-  try:
-    yield
-  finally:
-    if path:
-      workdir_lock.release(path)
-
-
-def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_json: dict | None,
-                  tensorboard: bool, shard_params: bool) -> TrainResult:
+def _train_locked(task: Task, schedule: Schedule, workdir: str, *, placement: program.Placement,
+                  config_json: dict | None, tensorboard: bool) -> TrainResult:
   t_start = time.perf_counter()
-  mesh = mesh or mesh_lib.make_mesh(task.num_members, 1, 1)
   members = task.member_labels()
-  sweep, rep = mesh_lib.sweep_sharding(mesh), mesh_lib.replicated(mesh)
-  data = jax.device_put(task.data, sweep)
-  shared = jax.device_put(task.shared_data, rep)
-  hparams = jax.device_put({k: jnp.asarray(v) for k, v in task.hparams.items()}, sweep)
-  state_sharding = state_shardings(task, mesh, shard_params)
-  state = jax.jit(functools.partial(init_state, task), out_shardings=state_sharding)()
+  logging.info('%s parameters per member (%d members)', f'{program.param_count(task):,}',
+               task.num_members)
+  data, shared, hparams = placement.put(task)
+  state = jax.jit(functools.partial(program.init_state, task), out_shardings=placement.state)()
 
   checkpointer = ckpt_lib.Checkpointer(workdir, keep=schedule.keep_checkpoints)
   try:
     saved = checkpointer.latest_meta()
     if saved is not None:   # compared before any array is read: a changed shape names its field
-      _check_same_run(saved[1], config_json, workdir)
-      _check_not_past_the_end(saved[0], schedule, workdir)
+      resume.check_same_run(saved[1], config_json, workdir)
+      resume.check_not_past_the_end(saved[0], schedule, workdir)
     restored = checkpointer.restore_latest(ckpt_lib.abstract_like(state))
     history_prefix = None
     if restored is not None:
       step0, state, meta = restored
       if saved is None or step0 != saved[0]:   # fell back past the checkpoint checked above
-        _check_same_run(meta, config_json, workdir)
-        _check_not_past_the_end(step0, schedule, workdir)
+        resume.check_same_run(meta, config_json, workdir)
+        resume.check_not_past_the_end(step0, schedule, workdir)
       logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
       if is_primary():   # the records are process 0's (the others keep the steps they ran)
         metrics_lib.truncate_after(workdir, step0)
-        prefix = results_lib.history_from_records(metrics_lib.read_metrics(workdir),
-                                                  len(members), step0)
-        history_prefix = ([int(s) for s in prefix.pop('step')],
-                          {k: dict(enumerate(v)) for k, v in prefix.items()})
+        history_prefix = resume.history_prefix(workdir, len(members), step0)
     elif is_primary():
       metrics_lib.start_fresh(workdir)
     step = int(jax.device_get(state['step']))
@@ -573,25 +339,27 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
     checkpointer.close()
     raise
   dispatcher = None
+  profiler = _Profiler(schedule, workdir)
   try:
     progress = metrics_lib.Progress(schedule.steps, step, schedule.progress_every_secs)
-    history = _History(writer, progress, members)
     if history_prefix is not None:
-      history.steps, history.records = history_prefix
-      history.last_good_checkpoint = checkpointer.path(step)
-      history.diverged_in_prefix()
-    elif step == 0:
-      evals = jax.device_get(jax.jit(functools.partial(_evaluate, task), out_shardings=rep)(
-          state['members']['params'], data, shared))
-      history.add(0, evals)
+      history = _History.resumed(writer, progress, members, *history_prefix,
+                                 last_good_checkpoint=checkpointer.path(step))
+    else:
+      history = _History(writer, progress, members)
+      if step == 0:
+        evals = jax.device_get(jax.jit(functools.partial(program.evaluate, task),
+                                       out_shardings=placement.replicated)(
+            state['members']['params'], data, shared))
+        history.add(0, evals)
     meta = {'config': config_json or {}, 'members': members}
 
-    chunk_fn = build_chunk_fn(task, mesh, microbatches=schedule.microbatches,
-                              state_sharding=state_sharding)
+    chunk_fn = program.build_chunk_fn(task, placement, microbatches=schedule.microbatches)
     dispatcher = _Dispatcher(chunk_fn, schedule)
     pending, boundary = None, 0
     while step < schedule.steps:
       n_outer, n_inner = dispatcher.next_chunk(step)
+      profiler.before(step, step + n_outer * n_inner)
       state, outs = dispatcher.run(n_outer, n_inner, state, data, shared, hparams)
       if dispatcher.measuring:   # the launch's first dispatch, timed to size the others
         jax.block_until_ready((state, outs))
@@ -600,6 +368,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
         history.add_chunk(*pending)
       pending = (step, n_inner, outs)
       step += n_outer * n_inner
+      profiler.after(step, (state, outs))
       if schedule.is_checkpoint_step(step):
         history.add_chunk(*pending)   # checked finite before it is saved
         pending = None
@@ -621,6 +390,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
       history.add_chunk(*pending)
     progress.maybe_print(step, {}, force=True)
   finally:   # also on Ctrl-C or an error: in-flight saves finish, records are flushed
+    profiler.stop()
     checkpointer.close()
     writer.close()
     if is_primary() and dispatcher is not None:
@@ -634,61 +404,10 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, mesh, config_
                      wall_time_s=time.perf_counter() - t_start, diverged=dict(history.diverged))
 
 
-def schedule_from_config(train_config) -> Schedule:
-  """The `train` group every experiment config has → a Schedule."""
-  t = train_config
-  return Schedule(steps=t.steps, eval_every=t.eval_every, checkpoint_every=t.checkpoint_every,
-                  steps_per_dispatch=t.steps_per_dispatch, keep_checkpoints=t.keep_checkpoints,
-                  progress_every_secs=t.progress_every_secs, microbatches=t.microbatches,
-                  max_dispatch_seconds=t.get('max_dispatch_seconds', 0.0))
-
-
 def train_from_config(task: Task, config, workdir: str) -> TrainResult:
-  """`train` with the config's `train` group as schedule and its `mesh` group as device mesh."""
-  mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
-  return train(task, schedule_from_config(config.train), workdir, mesh=mesh,
-               config_json=config.to_dict(), tensorboard=config.train.tensorboard,
-               shard_params=config.mesh.shard_params)
-
-
-# Fields that may change between a run and its resumption (they change no result).
-RESUMABLE_CHANGES = ('train.steps', 'train.progress_every_secs', 'train.steps_per_dispatch',
-                     'train.max_dispatch_seconds', 'train.tensorboard', 'mesh.sweep', 'mesh.data',
-                     'mesh.shard_params')
-
-
-# Fields added to every config after runs were saved without them, with the value that reproduces
-# what those runs did: a saved config lacking the field resumes when the asked value is this one.
-FIELDS_ADDED_SINCE = {'train.microbatches': 1, 'mesh.shard_params': False}
-
-
-def _check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:
-  """Refuses to resume a workdir whose checkpoints were made with other values of result-changing
-  fields, naming each field with the saved and the asked value."""
-  saved = meta.get('config') or {}
-  if not saved or not config_json:
-    return
-  def value(tree, dotted):
-    for part in dotted.split('.'):
-      tree = tree.get(part) if isinstance(tree, dict) else None
-    return tree
-
-  def same_as_before_the_field_existed(field):
-    return (field in FIELDS_ADDED_SINCE and value(saved, field) is None
-            and value(config_json, field) == FIELDS_ADDED_SINCE[field])
-
-  diff = [f for f in differing_fields(saved, config_json)
-          if f not in RESUMABLE_CHANGES and not same_as_before_the_field_existed(f)]
-  if diff:
-    held = ', '.join(f'{f}={value(saved, f)!r}' for f in diff)
-    asked = ', '.join(f'{f}={value(config_json, f)!r}' for f in diff)
-    raise ConfigError(f'workdir {workdir} holds a run with {held}; refusing to resume it with '
-                      f'{asked} (use a new workdir, or the original values)')
-
-
-def _check_not_past_the_end(step: int, schedule: Schedule, workdir: str) -> None:
-  if step > schedule.steps:
-    raise ConfigError(f'config field \'train.steps\' = {schedule.steps} is below step {step}, which '
-                      f'the run in workdir {workdir} has already reached; use train.steps >= {step} '
-                      f'to continue it (or read its results with core.results / '
-                      f'core.checkpoint.load_params), or a new workdir')
+  """`train` with the config's `train` group as schedule and its `mesh` group as placement."""
+  schedule = schedule_from_config(config.train)
+  if config.train.tensorboard:
+    metrics_lib.require_tensorboard()
+  return train(task, schedule, workdir, placement=program.Placement.from_config(task, config),
+               config_json=config.to_dict(), tensorboard=config.train.tensorboard)

@@ -1,0 +1,272 @@
+"""The compiled program of a sweep: its train state, one member's step, the chunk of steps one dispatch
+runs, and where the arrays live.
+
+  * `init_state`: a shared step and, per member, params, optimizer state and key;
+  * `member_step`: one optimizer update of one member (gradient accumulation over `microbatches`),
+    with its dynamics statistics if asked; `step_jaxpr` is its closed jaxpr for one member;
+  * `build_chunk_fn`: `vmap` over sweep members (or groups of them, `member_batch`), sharded over the
+    mesh's `sweep` axis, batches over its `data` axis; a `lax.scan` over `eval_every` steps, then
+    evaluation, nested in a scan over evaluations, so one dispatch runs many steps;
+  * `Placement`: the mesh and the shardings of the data, hyperparameters and state, built once per run;
+  * `compile_chunk`: the chunk compiled from abstract arrays only (memory analysis without a run).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxdyn.core import members as members_lib
+from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core.config import ConfigError
+from jaxdyn.core.stats import tree_norms
+from jaxdyn.core.task import Task
+
+
+# --------------------------------------------------------------------------- placement
+
+
+def state_shardings(task: Task, mesh, shard_params: bool = False) -> dict:
+  """How the train state is laid out: the step replicated, members over `sweep`; with
+  `shard_params`, every large member leaf also over `data` (`mesh.fsdp_sharding`)."""
+  rep = mesh_lib.replicated(mesh)
+  if not shard_params or mesh.shape[mesh_lib.DATA] == 1:
+    return {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
+  abstract = jax.eval_shape(functools.partial(init_state, task))
+  return {'step': rep, 'members': jax.tree.map(lambda x: mesh_lib.fsdp_sharding(mesh, x.shape),
+                                               abstract['members'])}
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+  """Where a run's arrays live: the mesh, member-stacked arrays over `sweep`, shared ones replicated,
+  and the train state's layout (`state_shardings`). Built once per run (`create`) and passed on."""
+  mesh: jax.sharding.Mesh
+  sweep: jax.sharding.NamedSharding
+  replicated: jax.sharding.NamedSharding
+  state: dict
+
+  @classmethod
+  def create(cls, task: Task, mesh=None, shard_params: bool = False) -> Placement:
+    """The placement of `task` on `mesh` (default: every member on one device)."""
+    mesh = mesh or mesh_lib.make_mesh(task.num_members, 1, 1)
+    return cls(mesh=mesh, sweep=mesh_lib.sweep_sharding(mesh), replicated=mesh_lib.replicated(mesh),
+               state=state_shardings(task, mesh, shard_params))
+
+  @classmethod
+  def from_config(cls, task: Task, config) -> Placement:
+    """The placement the config's `mesh` group asks for."""
+    mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
+    return cls.create(task, mesh, config.mesh.shard_params)
+
+  @property
+  def fsdp(self) -> bool:
+    """Whether member params are laid out over devices (`state_shardings(shard_params=True)`)."""
+    return not isinstance(self.state['members'], jax.sharding.Sharding)
+
+  def put(self, task: Task):
+    """(data, shared data, hparams) of `task` on the devices."""
+    data = jax.device_put(task.data, self.sweep)
+    shared = jax.device_put(task.shared_data, self.replicated)
+    hparams = jax.device_put({k: jnp.asarray(v) for k, v in task.hparams.items()}, self.sweep)
+    return data, shared, hparams
+
+
+def _placement(task: Task, where) -> Placement:
+  return where if isinstance(where, Placement) else Placement.create(task, where)
+
+
+# --------------------------------------------------------------------------- state and step
+
+
+def init_state(task: Task) -> dict:
+  """The sweep's train state: a shared step and, per member, params, optimizer state and key."""
+  def one(hp):
+    key = jax.random.key(hp['seed'])
+    params = task.init_params(jax.random.fold_in(key, 0), hp)
+    opt_state = task.make_optimizer(hp).init(params)
+    return {'params': params, 'opt_state': opt_state,
+            'key': jax.random.key_data(jax.random.fold_in(key, 1))}
+  return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
+
+
+def param_count(task: Task) -> int:
+  """Parameters of one member (from abstract shapes: nothing is allocated)."""
+  params = jax.eval_shape(functools.partial(init_state, task))['members']['params']
+  return sum(int(np.prod(x.shape[1:])) for x in jax.tree.leaves(params))
+
+
+def _loss_and_grads(task: Task, mesh, microbatches: int, params, batch, hp):
+  """(loss, aux), grads of the whole batch; with `microbatches` > 1, the mean over equal parts of
+  the batch's leading axis, computed one part at a time in a `lax.scan` (gradient accumulation:
+  the same update as the whole batch for a per-example mean loss, up to float summation order, with
+  the activations of one part alive at a time)."""
+  grad_fn = jax.value_and_grad(task.loss_fn, has_aux=True)
+  if microbatches == 1:
+    return grad_fn(params, mesh_lib.shard_batch(batch, mesh), hp)
+
+  def split(x):
+    if not jnp.ndim(x) or x.shape[0] % microbatches:
+      raise ConfigError(f'train.microbatches={microbatches} must divide the batch\'s leading axis '
+                        f'(a batch leaf has shape {jnp.shape(x)})')
+    return x.reshape((microbatches, x.shape[0] // microbatches) + x.shape[1:])
+
+  def accumulate(total, part):
+    out = grad_fn(params, mesh_lib.shard_batch(part, mesh), hp)
+    return jax.tree.map(jnp.add, total, out), None
+
+  shapes = jax.eval_shape(grad_fn, params, jax.tree.map(lambda x: x[0], jax.tree.map(split, batch)),
+                          hp)
+  zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+  total, _ = jax.lax.scan(accumulate, zeros, jax.tree.map(split, batch))
+  return jax.tree.map(lambda x: x / microbatches, total)
+
+
+def member_step(task: Task, mesh, with_stats: bool, microbatches: int, member, step, data, shared,
+                hp):
+  """One optimizer update of one member; with its dynamics statistics (norms by layer) if asked."""
+  data = with_shared(data, shared)
+  key = jax.random.wrap_key_data(member['key'])
+  (loss, aux), grads = _loss_and_grads(task, mesh, microbatches, member['params'],
+                                       task.get_batch(data, step, key), hp)
+  tx = task.make_optimizer(hp)
+  updates, opt_state = tx.update(grads, member['opt_state'], member['params'])
+  params = optax.apply_updates(member['params'], updates)
+  metrics = {'train/loss': loss}
+  if with_stats:
+    metrics.update({**{f'train/{k}': v for k, v in aux.items()},
+                    **tree_norms(member['params'], 'norm/params'),
+                    **tree_norms(grads, 'norm/grads'), **tree_norms(updates, 'norm/updates')})
+  return {'params': params, 'opt_state': opt_state, 'key': member['key']}, metrics
+
+
+def _one_member(tree):
+  """Abstract arrays of one member of a member-stacked tree."""
+  return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
+
+
+def _abstract(tree):
+  return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), tree)
+
+
+def step_jaxpr(task: Task, mesh=None, *, with_stats: bool = False,
+               microbatches: int = 1) -> jax.extend.core.ClosedJaxpr:
+  """The closed jaxpr of one member's training step (`member_step`: batch, loss, gradient, update),
+  traced from abstract arrays: its inputs are (member, step, data, shared data, hparams), one
+  member's each (`mesh` default: one device)."""
+  mesh = mesh or mesh_lib.make_mesh(1, 1, 1)
+  state = jax.eval_shape(functools.partial(init_state, task))
+  return jax.make_jaxpr(functools.partial(member_step, task, mesh, with_stats, microbatches))(
+      _one_member(state['members']), jax.ShapeDtypeStruct((), jnp.int32), _one_member(task.data),
+      _abstract(task.shared_data), _one_member(task.hparams))
+
+
+def with_shared(data, shared):
+  """A member's `data` dict with the shared (unstacked) data merged in."""
+  if shared is None:
+    return data
+  return dict(shared) if data is None else {**data, **shared}
+
+
+def evaluate(task: Task, params, data, shared) -> dict:
+  """`task.evaluate` of every member (vmapped), its metrics named 'eval/...'."""
+  if task.evaluate is None:
+    return {}
+  return jax.vmap(
+      lambda p, d: {f'eval/{k}': v for k, v in task.evaluate(p, with_shared(d, shared)).items()}
+  )(params, data)
+
+
+def member_batch(task: Task, mesh, members, step, data, shared, hparams,
+                 microbatches: int = 1) -> int | members_lib.Unrolled | None:
+  """The training step's members per group (None: all vmapped) for these (traced or concrete)
+  arguments: `task.member_batch`, or with 'auto' `members.auto_batch` of the lean step's largest
+  intermediate."""
+  if task.member_batch != 'auto':
+    return members_lib.parse_batch(task.member_batch)
+  largest = members_lib.largest_intermediate_bytes(
+      functools.partial(member_step, task, mesh, False, microbatches), _one_member(members),
+      jax.ShapeDtypeStruct(step.shape, step.dtype), _one_member(data), _abstract(shared),
+      _one_member(hparams))
+  return members_lib.auto_batch(largest, task.num_members // mesh.shape[mesh_lib.SWEEP])
+
+
+# --------------------------------------------------------------------------- the chunk
+
+
+def build_chunk_fn(task: Task, placement, *, microbatches: int = 1):
+  """The jitted program: n_outer x (scan of n_inner steps, then evaluation).
+
+  Only the last step before an evaluation computes the logged statistics; the others return just
+  their loss (checked for non-finite values). `placement` (a `Placement`, or a mesh: members over
+  `sweep`) fixes how the state stays laid out across dispatches.
+  """
+  placement = _placement(task, placement)
+  mesh = placement.mesh
+
+  def vstep(with_stats, batch):
+    return members_lib.over_members(
+        functools.partial(member_step, task, mesh, with_stats, microbatches),
+        (0, None, 0, None, 0), batch=batch, num_members=task.num_members,
+        sweep_devices=mesh.shape[mesh_lib.SWEEP], spmd_axis_name=mesh_lib.SWEEP)
+  # Params laid out over devices (FSDP): keep the plain vmap.
+  fsdp = placement.fsdp
+  rep = placement.replicated
+
+  # Metrics come back replicated, so that every process (multi-host) can fetch them.
+  @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',),
+                     out_shardings=(placement.state, rep))
+  def chunk(state, data, shared, hparams, *, n_outer: int, n_inner: int):
+    batch = None if fsdp else member_batch(task, mesh, state['members'], state['step'], data,
+                                           shared, hparams, microbatches)
+    lean_step, logged_step = vstep(False, batch), vstep(True, batch)
+
+    def inner(carry, _):
+      members, step = carry
+      members, metrics = lean_step(members, step, data, shared, hparams)
+      return (members, step + 1), metrics['train/loss']
+
+    def outer(carry, _):
+      (members, step), losses = jax.lax.scan(inner, carry, None, length=n_inner - 1)
+      members, last = logged_step(members, step, data, shared, hparams)
+      losses = jnp.concatenate([losses, last['train/loss'][None]])          # (n_inner, S)
+      bad = ~jnp.isfinite(losses)
+      first_bad = jnp.where(jnp.any(bad, axis=0), jnp.argmax(bad, axis=0), -1)   # (S,)
+      evals = evaluate(task, members['params'], data, shared)
+      return (members, step + 1), (last, evals, first_bad)
+
+    (members, step), outs = jax.lax.scan(outer, (state['members'], state['step']), None,
+                                         length=n_outer)
+    return {'step': step, 'members': members}, outs
+
+  return chunk
+
+
+def compile_chunk(task: Task, mesh, *, microbatches: int = 1, shard_params: bool = False,
+                  n_inner: int = 1, n_outer: int = 1):
+  """The sweep's compiled dispatch (`build_chunk_fn`) and its compile time in seconds, from
+  abstract arrays only (nothing is allocated): `compiled.memory_analysis()` is what one device of
+  `mesh` needs (launch/memory_report.py)."""
+  placement = Placement.create(task, mesh, shard_params)
+
+  def abstract(tree, sharding):   # `sharding`: a prefix of `tree`
+    def leaves(s, subtree):
+      return jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x),
+                                                         sharding=s), subtree)
+    return jax.tree.map(leaves, sharding, tree,
+                        is_leaf=lambda x: isinstance(x, jax.sharding.Sharding))
+  state = abstract(jax.eval_shape(functools.partial(init_state, task)), placement.state)
+  data = abstract(task.data, placement.sweep)
+  shared = abstract(task.shared_data, placement.replicated)
+  hparams = {k: jax.ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype, sharding=placement.sweep)
+             for k, v in task.hparams.items()}
+  chunk = build_chunk_fn(task, placement, microbatches=microbatches)
+  start = time.perf_counter()
+  compiled = chunk.lower(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner).compile()
+  return compiled, time.perf_counter() - start

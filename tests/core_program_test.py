@@ -1,0 +1,71 @@
+"""core.program: the state, one member's step (and its jaxpr), the placement and the compiled chunk."""
+
+from absl.testing import absltest
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import program
+from jaxdyn.core import sweep
+from jaxdyn.core import task as task_lib
+
+
+def toy_task(seeds=(0, 1)) -> task_lib.Task:
+  """Least squares on each member's (X, y): w is (3,), b is ()."""
+  hparams = sweep.grid(list(seeds), lr=[0.1])
+  rng = np.random.default_rng(0)
+  data = {'x': rng.normal(size=(len(seeds), 8, 3)).astype(np.float32),
+          'y': rng.normal(size=(len(seeds), 8)).astype(np.float32)}
+
+  def loss_fn(params, batch, hp):
+    del hp
+    residual = batch['x'] @ params['w'] + params['b'] - batch['y']
+    return 0.5 * jnp.mean(residual ** 2), {}
+
+  return task_lib.Task(
+      init_params=lambda key, hp: {'w': jnp.zeros(3), 'b': jnp.zeros(())}, loss_fn=loss_fn,
+      make_optimizer=lambda hp: optax.sgd(hp['lr']), get_batch=lambda d, step, key: d,
+      evaluate=None, hparams=hparams, data=data)
+
+
+class ProgramTest(absltest.TestCase):
+
+  def test_param_count_is_per_member(self):
+    self.assertEqual(program.param_count(toy_task(seeds=(0, 1, 2))), 4)
+
+  def test_member_step_is_one_sgd_update(self):
+    task = toy_task()
+    state = program.init_state(task)
+    one = jax.tree.map(lambda x: x[0], state['members'])
+    hp = {k: jnp.asarray(v[0]) for k, v in task.hparams.items()}
+    data = jax.tree.map(lambda x: x[0], task.data)
+    member, metrics = program.member_step(task, mesh_lib.make_mesh(1, 1, 1), True, 1, one,
+                                          jnp.int32(0), data, None, hp)
+    grad_w = -data['x'].T @ data['y'] / len(data['y'])
+    np.testing.assert_allclose(member['params']['w'], -0.1 * grad_w, rtol=1e-5)
+    self.assertIn('norm/grads', metrics)
+
+  def test_step_jaxpr_takes_one_members_arguments(self):
+    task = toy_task()
+    closed = program.step_jaxpr(task)
+    self.assertIsInstance(closed, jax.extend.core.ClosedJaxpr)
+    self.assertIn((8, 3), [v.aval.shape for v in closed.jaxpr.invars])
+    self.assertIn('dot_general', {e.primitive.name for e in closed.jaxpr.eqns})
+    with_stats = program.step_jaxpr(task, with_stats=True)
+    self.assertGreater(len(with_stats.jaxpr.outvars), len(closed.jaxpr.outvars))
+
+  def test_placement_and_compiled_chunk(self):
+    task = toy_task()
+    placement = program.Placement.create(task)
+    self.assertEqual(placement.mesh.shape, {'sweep': 1, 'data': 1})
+    self.assertFalse(placement.fsdp)
+    self.assertEqual(placement.state['members'], placement.sweep)
+    compiled, seconds = program.compile_chunk(task, placement.mesh, n_inner=2)
+    self.assertGreater(seconds, 0)
+    self.assertIsNotNone(compiled.memory_analysis())
+
+
+if __name__ == '__main__':
+  absltest.main()
