@@ -35,7 +35,7 @@ import numpy as np
 from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import program
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORCH_PYTHON_ENV = 'JAXDYN_TORCH_PYTHON'
@@ -61,13 +61,13 @@ def load() -> str:
   return f'load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} cores'
 
 
-def fixed_batch(task: trainer.Task) -> trainer.Task:
+def fixed_batch(task: task_lib.Task) -> task_lib.Task:
   """The task with its batch fixed: each member's batch at step 0 (as its `get_batch` draws it) is
   computed once and kept in `data`; the step reads it instead of sampling. For comparisons with a
   step that does not sample (the same work on both sides)."""
   data = task.data if task.data is not None else {}
   shared = task.shared_data
-  def first_batch(d, seed):   # the member's data key as `trainer.init_state` makes it
+  def first_batch(d, seed):   # the member's data key as `program.init_state` makes it
     key = jax.random.fold_in(jax.random.key(seed), 1)
     return task.get_batch(d if shared is None else {**d, **shared}, 0, key)
   batches = jax.jit(jax.vmap(first_batch))(data, jnp.asarray(task.hparams['seed']))
@@ -75,7 +75,7 @@ def fixed_batch(task: trainer.Task) -> trainer.Task:
                              get_batch=lambda d, step, key: d['_fixed_batch'])
 
 
-def sweep_timer(task: trainer.Task, steps: int, member_batch=None, evaluate: bool = False,
+def sweep_timer(task: task_lib.Task, steps: int, member_batch=None, evaluate: bool = False,
                 microbatches: int = 1, sweep_devices: int = 1) -> tuple[Callable[[], tuple], str]:
   """A function timing `steps` training steps of the whole sweep (one dispatch of the trainer's
   chunk: `steps` - 1 lean steps and one with the logged statistics; the task's evaluation only with
@@ -93,11 +93,11 @@ def sweep_timer(task: trainer.Task, steps: int, member_batch=None, evaluate: boo
   data = jax.device_put(task.data)
   shared = jax.device_put(task.shared_data)
   hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
-  chunk = trainer.build_chunk_fn(task, mesh, microbatches=microbatches)
+  chunk = program.build_chunk_fn(task, mesh, microbatches=microbatches)
   # placed as the chunk returns it (as the trainer does), or the first call would compile twice
   state_sharding = {'step': mesh_lib.replicated(mesh), 'members': mesh_lib.sweep_sharding(mesh)}
-  state = [jax.jit(functools.partial(trainer.init_state, task), out_shardings=state_sharding)()]
-  batch = trainer.member_batch(task, mesh, state[0]['members'], state[0]['step'], data, shared,
+  state = [jax.jit(functools.partial(program.init_state, task), out_shardings=state_sharding)()]
+  batch = program.member_batch(task, mesh, state[0]['members'], state[0]['step'], data, shared,
                                hparams, microbatches)
   how = ('vmap' if batch is None else str(batch) if isinstance(batch, members_lib.Unrolled)
          else f'groups of {batch}')
@@ -244,7 +244,7 @@ class TorchSteps:
       shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def step_dots(task: trainer.Task) -> dict[tuple, int]:
+def step_dots(task: task_lib.Task) -> dict[tuple, int]:
   """The matmuls (`dot_general`) of one member's lean training step (batch, loss, gradient,
   update), from its jaxpr (`core.program.step_jaxpr`): {(lhs shape, rhs shape, dimension numbers):
   how many} (a `scan`'s body counted `length` times)."""
@@ -272,12 +272,12 @@ def dot_flops(key: tuple) -> int:
   return 2 * math.prod(out.shape) * math.prod(lhs[d] for d in lhs_contract)
 
 
-def step_matmul_flops(task: trainer.Task) -> int:
+def step_matmul_flops(task: task_lib.Task) -> int:
   """FLOPs of the matmuls in one member's training step: the work a matmul peak is compared with."""
   return sum(n * dot_flops(k) for k, n in step_dots(task).items())
 
 
-def dot_timers(task: trainer.Task, repeats: int = 5) -> dict[tuple, Callable[[], tuple]]:
+def dot_timers(task: task_lib.Task, repeats: int = 5) -> dict[tuple, Callable[[], tuple]]:
   """A timer per distinct matmul of the step (`step_dots`): each alone, jitted, float32 (the best
   of `repeats` calls per round), to set the step's time against the time of its matmuls."""
   timers = {}
@@ -298,7 +298,7 @@ def dot_timers(task: trainer.Task, repeats: int = 5) -> dict[tuple, Callable[[],
   return timers
 
 
-def matmuls_alone_timer(task: trainer.Task) -> Callable[[], tuple[float, float]]:
+def matmuls_alone_timer(task: task_lib.Task) -> Callable[[], tuple[float, float]]:
   """A timer of one member's step's matmuls run alone (`dot_timers`: each distinct one once, its
   time counted as often as the step has it): (wall, CPU) seconds."""
   dots = step_dots(task)
@@ -341,7 +341,7 @@ def loop_timer(fn: Callable, args: tuple, reps: int, repeats: int = 3
 PROFILE_FLAG = '--xla_cpu_enable_xprof_traceme=true'
 
 
-def op_profile(task: trainer.Task, member_batch, steps: int, calls: int = 3
+def op_profile(task: task_lib.Task, member_batch, steps: int, calls: int = 3
                ) -> dict[str, tuple[str, str, float]]:
   """Where the trainer's step spends its time, op by op: `calls` timed calls of `sweep_timer`'s chunk
   under `jax.profiler` (XLA:CPU writes one trace event per executed thunk when XLA_FLAGS has
@@ -374,19 +374,19 @@ def op_profile(task: trainer.Task, member_batch, steps: int, calls: int = 3
           if name in kinds}
 
 
-def _chunk_text(task: trainer.Task, member_batch, steps: int, with_evaluate: bool = False) -> str:
+def _chunk_text(task: task_lib.Task, member_batch, steps: int, with_evaluate: bool = False) -> str:
   """The compiled text of the chunk `sweep_timer(task, steps, member_batch)` times (with the task's
   evaluation too if `with_evaluate`)."""
   task = dataclasses.replace(task, member_batch=member_batch,
                              **({} if with_evaluate else {'evaluate': None}))
   mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
-  state = jax.eval_shape(lambda: trainer.init_state(task))
+  state = jax.eval_shape(lambda: program.init_state(task))
   hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
-  return trainer.build_chunk_fn(task, mesh).lower(
+  return program.build_chunk_fn(task, mesh).lower(
       state, task.data, task.shared_data, hparams, n_outer=1, n_inner=steps).compile().as_text()
 
 
-def _op_kinds(task: trainer.Task, member_batch, steps: int) -> dict[str, tuple[str, str]]:
+def _op_kinds(task: task_lib.Task, member_batch, steps: int) -> dict[str, tuple[str, str]]:
   """{instruction name: (kind, output shape)} of the instructions of the chunk `sweep_timer(task, steps,
   member_batch)` compiles (the same program, so the same names): 'matmul' (a dot, or a fusion
   that holds one), 'gather', 'scatter', 'loop slices' (dynamic-(update-)slice), 'concatenate/slice',
@@ -422,7 +422,7 @@ _KINDS = (('gather', 'gather'), ('scatter', 'scatter'), ('dynamic', 'loop slices
           ('concatenate', 'concatenate/slice'), ('slice', 'concatenate/slice'), ('copy', 'copy'))
 
 
-def hlo_ops(task: trainer.Task, member_batch, steps: int = 2) -> dict[str, list[str]]:
+def hlo_ops(task: task_lib.Task, member_batch, steps: int = 2) -> dict[str, list[str]]:
   """The compiled chunk's matmuls, gathers, scatters and copies (kind -> output shapes, with each
   dot's batch dimensions), from `compile().as_text()`: what the member axis did to the program."""
   text = _chunk_text(task, member_batch, steps, with_evaluate=True)

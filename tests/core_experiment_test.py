@@ -123,7 +123,7 @@ STAGED_REPORTS = []
 STAGED = experiment.Experiment(
     name='staged', schema=schema, variants={}, check=check,
     stages=(experiment.Stage('first', lambda c, done: build_task(c),
-                             lambda c: trainer.Schedule(steps=2, eval_every=1, checkpoint_every=2,
+                             lambda c: task_lib.Schedule(steps=2, eval_every=1, checkpoint_every=2,
                                                         steps_per_dispatch=2, keep_checkpoints=1)),
             experiment.Stage('second', _second_stage_task)),
     report=lambda result, config, first: STAGED_REPORTS.append((result.workdir, first.workdir)))

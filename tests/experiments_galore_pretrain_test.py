@@ -11,7 +11,7 @@ import optax
 
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import galore_pretrain as lib
 
 
@@ -120,8 +120,8 @@ class GalorePretrainTest(parameterized.TestCase):
     finals = [5.0, 1.0, 3.0, 2.0]   # lr 1e-3 has the best seed, lr 1e-2 the best mean
     history = {'step': np.asarray([0, 4]),
                'eval/perplexity': np.asarray([[9.0] * 4, finals], np.float32)}
-    result = trainer.TrainResult(state=None, history=history, members=members, workdir='',
-                                 wall_time_s=0.0)
+    result = task_lib.TrainResult(state=None, history=history, members=members, workdir='',
+                                  wall_time_s=0.0)
     row = lib.table2_row(result, config, tag='', wall_s=12.3)
     self.assertEqual((row['lr'], row['scale'], row['num_seeds']), (1e-2, 0.25, 2))
     self.assertEqual((row['perplexity'], row['perplexity_by_seed']), (2.5, [3.0, 2.0]))

@@ -7,7 +7,7 @@ from absl.testing import absltest
 import jax
 import numpy as np
 
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.core.config import ConfigError
 from jaxdyn.data import joma as data_lib
 from jaxdyn.experiments import joma_hierarchical
@@ -132,8 +132,8 @@ class Table1Test(absltest.TestCase):
     names = joma_hierarchical.TABLE1_METRICS
     history = {'step': np.array([0, 50, 100]),
                **{f'eval/{n}': rng.uniform(0, 1, (3, 3)).astype(np.float32) for n in names}}
-    result = trainer.TrainResult(state=None, history=history, members=[{'seed': s} for s in (1, 2, 3)],
-                                 workdir='', wall_time_s=12.6)
+    result = task_lib.TrainResult(state=None, history=history, members=[{'seed': s} for s in (1, 2, 3)],
+                                  workdir='', wall_time_s=12.6)
     config = joma_hierarchical.table1_config('tiny', (20, 3, (10, 20)))
     row = joma_hierarchical.table1_row(result, config)
     h = {n: history[f'eval/{n}'].astype(np.float64) for n in names}
@@ -159,9 +159,9 @@ class Table1Test(absltest.TestCase):
                      f'| {mean_std(s1[-1] - s1[0])} | {c0[-1].mean():.2f} / {c0[0].mean():.2f} '
                      f'| {c1[-1].mean():.2f} / {c1[0].mean():.2f} '
                      f'| {h["accuracy"][-1].mean():.2f} | 13 |')
-    one_seed = trainer.TrainResult(state=None, history={k: v[:, :1] if k != 'step' else v
-                                                        for k, v in history.items()},
-                                   members=[{'seed': 1}], workdir='', wall_time_s=1.0)
+    one_seed = task_lib.TrainResult(state=None, history={k: v[:, :1] if k != 'step' else v
+                                                         for k, v in history.items()},
+                                    members=[{'seed': 1}], workdir='', wall_time_s=1.0)
     line = joma_hierarchical.table1_markdown([joma_hierarchical.table1_row(one_seed, config)])
     self.assertIn(f'| {s0[-1, 0]:.2f} ± 0.00 |', line)   # one seed: std shown as 0
 

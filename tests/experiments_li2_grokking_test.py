@@ -7,6 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import program
+from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
 from jaxdyn.experiments import li2_grokking as exp
 from jaxdyn.models import li2 as li2_model
@@ -47,7 +49,7 @@ class RidgeTopTest(absltest.TestCase):
   def test_ridge_mode_uses_the_ridge_solution_of_the_current_features(self):
     config = tiny(model__top='ridge')        # c ∈ {2, 4}: the c=2 members' train sets are padded
     task = exp.build_task(config)
-    state = trainer.init_state(task)
+    state = program.init_state(task)
     self.assertNotIn('V', state['members']['params'])
     assert_ridge_top_is_that_of_the_current_features(task, state['members']['params'],
                                                      config.model.ridge_eta)
@@ -66,7 +68,7 @@ class PaddingTest(absltest.TestCase):
     alone = tiny(train__steps=20, sweep__c=(), data__c=2.0)
     tasks = [exp.build_task(c) for c in (swept, alone)]
     self.assertGreater(tasks[0].data['train_inputs'].shape[1], tasks[1].data['train_inputs'].shape[1])
-    runs = [trainer.train(t, trainer.schedule_from_config(c.train), self.create_tempdir().full_path,
+    runs = [trainer.train(t, task_lib.schedule_from_config(c.train), self.create_tempdir().full_path,
                           tensorboard=False) for t, c in zip(tasks, (swept, alone))]
     c2 = np.nonzero(tasks[0].hparams['c'] == 2.0)[0]
     np.testing.assert_array_equal(tasks[0].hparams['seed'][c2], tasks[1].hparams['seed'])

@@ -9,7 +9,7 @@ import numpy as np
 
 from jaxdyn.analysis import fourier
 from jaxdyn.core import config as config_lib
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import modular_addition
 
 
@@ -58,8 +58,8 @@ class GeneralisationSummaryTest(absltest.TestCase):
     history = {'step': np.array([0, 100, 200, 300]),
                'eval/train_accuracy': np.array([[0.1, 0.1], [1.0, 0.5], [1.0, 0.9], [1.0, 0.95]]),
                'eval/test_accuracy': np.array([[0.0, 0.0], [0.1, 0.0], [0.97, 0.1], [1.0, 0.2]])}
-    result = trainer.TrainResult(state=None, history=history, workdir='',
-                                 members=[{'seed': 0}, {'seed': 1}], wall_time_s=0.0)
+    result = task_lib.TrainResult(state=None, history=history, workdir='',
+                                  members=[{'seed': 0}, {'seed': 1}], wall_time_s=0.0)
     self.assertEqual(modular_addition.generalisation_summary(result), [
         'seed=0: train accuracy >= 0.99 at step 100; test accuracy >= 0.95 at step 200; '
         '100 steps between',

@@ -28,7 +28,7 @@ from jaxdyn.analysis import fourier
 from jaxdyn.analysis import semiring as S
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.core.figures import plt
 
 
@@ -52,7 +52,7 @@ def fourier_summary(params) -> dict:
                                         ).tolist()}
 
 
-def write_fourier_analysis(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> list:
+def write_fourier_analysis(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> list:
   """Writes fourier.json (per member: final accuracies and `fourier_summary`) and, in figures/, the
   first member's node spectra and r-monitors over training and the solution orders of all members."""
   member_params = [jax.tree.map(lambda x, m=m: np.asarray(x[m]), result.params)
@@ -83,7 +83,7 @@ def write_fourier_analysis(result: trainer.TrainResult, config: ml_collections.C
   return members
 
 
-def _final_or_nan(result: trainer.TrainResult, name: str, member: int) -> float:
+def _final_or_nan(result: task_lib.TrainResult, name: str, member: int) -> float:
   return float(result.final(name)[member]) if name in result.history else float('nan')
 
 

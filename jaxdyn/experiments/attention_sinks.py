@@ -35,7 +35,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import text
 from jaxdyn.models import attention_sinks as model_lib
 from jaxdyn.models import streaming
@@ -247,7 +247,7 @@ def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransform
   return optax.chain(optax.clip_by_global_norm(o.clip), tx) if o.clip else tx
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   """Seeds as members; they share the text: random train crops, fixed held-out windows."""
   variant = config.variant
   dcfg = decoder_config(config)
@@ -283,13 +283,13 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     return {'loss': loss, 'perplexity': jnp.exp(loss),
             **analysis.sink_metrics(inter.attention_weights, 0, threshold), **ratios}
 
-  return trainer.Task(
+  return task_lib.Task(
       init_params=init_params, loss_fn=loss_fn, make_optimizer=lambda hp: make_optimizer(config),
       get_batch=get_batch, evaluate=evaluate, hparams=experiment.member_grid(config),
       shared_data={'train_tokens': splits.train,
                    'held_out_windows': held_out_windows(config, config.data.eval_windows),
                    **({'train_starts': newline_starts(splits.train, seq_len + 1)}
-                      if config.data.crop_start == 'newline' else {})})
+                       if config.data.crop_start == 'newline' else {})})
 
 
 def eval_names(config: ml_collections.ConfigDict) -> list[str]:
@@ -355,7 +355,7 @@ def checkpoint_sink_metrics(config: ml_collections.ConfigDict, run_workdir: str)
   return final_sink_metrics(checkpoint.load_params(run_workdir), config)
 
 
-def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """streaming.json and streaming.md (perplexity per evaluation, mean ± sem over seeds); figures:
   perplexity_by_position.png, first_token_attention.png (α_0 over training, first seed),
   attention_maps.png (first seed, first held-out window), activation_profile.png (hidden-state

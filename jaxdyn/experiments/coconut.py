@@ -38,7 +38,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import prosqa
 from jaxdyn.models import coconut as model_lib
 
@@ -236,7 +236,7 @@ def make_optimizer(config):
   return model_lib.reset_every(inner, period, offset)
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   cfg = decoder_config(config)
   data = datasets(config)
   first, _, _ = sizes(config)
@@ -274,7 +274,7 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     return {'val_accuracy': jnp.mean(correct[:n_val]), 'test_accuracy': jnp.mean(correct[n_val:]),
             'test_tokens': jnp.mean(tokens[n_val:])}
 
-  return trainer.Task(
+  return task_lib.Task(
       init_params=lambda key, hp: model_lib.init_params(cfg, key),
       loss_fn=loss_fn, make_optimizer=lambda hp: make_optimizer(config), get_batch=get_batch,
       evaluate=evaluate, hparams=hparams, data={'method': method_ids}, shared_data=shared)
@@ -284,7 +284,7 @@ def method_names(config, members) -> list[str]:
   return [config.methods[int(mb['method'])] for mb in members]
 
 
-def summary_rows(result: trainer.TrainResult, config) -> list[dict]:
+def summary_rows(result: task_lib.TrainResult, config) -> list[dict]:
   """`analysis.coconut.method_rows` of the run, in `methods` order, beside `PAPER_TABLE`."""
   return probes.method_rows(result.history, result.members,
                             method_names(config, result.members), config.methods, PAPER_TABLE)
@@ -307,7 +307,7 @@ def diagnose(config, params, members, num: int = 300) -> list[dict]:
                          {split: data[split] for split in ('train', 'test')}, num)
 
 
-def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   figdir = os.path.join(result.workdir, 'figures')
   figures.plot_curves(result.history, result.members, path=os.path.join(figdir, 'curves.png'),
                       panels={'loss': ['train/loss'], 'stage': ['train/stage'],

@@ -34,7 +34,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import text
 from jaxdyn.models import transformer
 from jaxdyn.optim import galore as galore_lib
@@ -307,7 +307,7 @@ def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   return experiment.member_grid(config, **axes)
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   """Members share the text (no data of their own): random train crops, fixed held-out windows."""
   model = transformer.Decoder(decoder_config(config))
   splits = kjv_bytes(config)
@@ -334,7 +334,7 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     loss = transformer.next_token_loss(logits(params, windows_WxT1[:, :-1]), windows_WxT1[:, 1:])
     return {'loss': loss, 'perplexity': jnp.exp(loss)}
 
-  return trainer.Task(
+  return task_lib.Task(
       init_params=lambda key, hp: init_method_params(config, key),
       loss_fn=loss_fn,
       make_optimizer=lambda hp: make_optimizer(config, params_shape, hp),
@@ -342,7 +342,7 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
       hparams=sweep_hparams(config),
       shared_data={'train_tokens': splits.train,
                    'held_out_windows': text.eval_windows(splits.held_out,
-                                                         config.data.eval_windows, seq_len)})
+                                                          config.data.eval_windows, seq_len)})
 
 
 def optimizer_state_bytes(config: ml_collections.ConfigDict) -> galore_lib.StateBytes:
@@ -353,7 +353,7 @@ def optimizer_state_bytes(config: ml_collections.ConfigDict) -> galore_lib.State
   return galore_lib.optimizer_state_bytes(state)
 
 
-def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> None:
   """figures/curves.png: validation perplexity of every member against step."""
   m = config.model
   title = (f'{config.method}: KJV bytes, d={m.d_model}, {m.num_layers} layers, '
@@ -371,7 +371,7 @@ get_config, check_config, train_and_evaluate = EXPERIMENT.api()
 
 # Table 2 across runs (launch/galore_table2.py): one run per method, its best setting a row.
 
-def table2_row(result: trainer.TrainResult, config: ml_collections.ConfigDict, *, tag: str,
+def table2_row(result: task_lib.TrainResult, config: ml_collections.ConfigDict, *, tag: str,
                wall_s: float) -> dict:
   """A method's row of Table 2: the setting (lr, and α for GaLore) with the lowest final validation
   perplexity averaged over seeds, its per-seed values, the optimizer-state MiB and the wall time."""

@@ -23,7 +23,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import joma as data_lib
 from jaxdyn.models import joma as model_lib
 
@@ -77,7 +77,7 @@ def member_init(config: ml_collections.ConfigDict, seed) -> dict:
           'z0': config.model.init_scale * jax.random.normal(z_key, (num_context,))}
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   hparams = experiment.member_grid(config)
   data = jax.tree.map(np.asarray, jax.vmap(lambda s: member_init(config, s))(hparams['seed']))
   temperature = config.model.temperature
@@ -107,8 +107,8 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     del hp
     return optax.sgd(config.opt.lr)
 
-  return trainer.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
-                      get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
+  return task_lib.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
+                       get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
 
 
 def invariant_curves(history) -> tuple[dict, dict, dict]:
@@ -127,7 +127,7 @@ def invariant_curves(history) -> tuple[dict, dict, dict]:
   return curves, panels, {panel: 'normalised correlation NC' for panel in panels}
 
 
-def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """Runs Fig. 4's dynamics; writes summary.json (`joma.contextual_summary`) and, in figures/,
   invariant_nc.png and salience_entropy.png. Returns the summary."""
   s = config.salience

@@ -43,7 +43,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import joma as data_lib
 from jaxdyn.models import joma as model_lib
 from jaxdyn.models import transformer
@@ -132,7 +132,7 @@ def weighted_class_loss(logits_CxC: jax.Array, weights_C: jax.Array) -> tuple[ja
   return weights_C @ losses, weights_C @ (logits_CxC.argmax(-1) == labels).astype(losses.dtype)
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   hparams = experiment.member_grid(config)
   data = member_data(config, hparams['seed'])
   model_config = decoder_config(config)
@@ -179,11 +179,11 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     return optax.partition({'trained': adam, 'frozen': optax.set_to_zero()},
                            model_lib.frozen_labels)
 
-  return trainer.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
-                      get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
+  return task_lib.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
+                       get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
 
 
-def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> None:
   """figures/ncorr.png: NCorr s = 0, 1 against their permuted-latent controls, and the loss."""
   d = config.data
   h = result.history
@@ -245,7 +245,7 @@ def table1_cell_name(cell) -> str:
 TABLE1_METRICS = ('ncorr_s0', 'ncorr_s1', 'control_s0', 'control_s1', 'accuracy')
 
 
-def table1_row(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> results.Row:
+def table1_row(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> results.Row:
   """A cell's row: C, N_ch, N0, N1, wall_s and, over seeds (`results.over_seeds`: mean, std, sem, n),
   each of `TABLE1_METRICS` after training (`<name>`) and at initialisation (`<name>_init`, step 0),
   and the paired rises of NCorr (`delta_s0`, `delta_s1`: trained − init per seed), and `specific_s1`:

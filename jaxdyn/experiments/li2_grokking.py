@@ -22,7 +22,7 @@ from jaxdyn.analysis import li2
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import groups as groups_data
 from jaxdyn.models import li2 as model_lib
 from jaxdyn.models import modular
@@ -114,7 +114,7 @@ def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
                                 wd=(config.sweep.wd, config.opt.wd))
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   group = group_of(config)
   M = len(group.table)
   q, act = config.model.hidden, config.model.activation
@@ -155,11 +155,11 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   def make_optimizer(hp):
     return factory.make_optimizer(config.opt, hp['lr'], hp['wd'], hidden_layers=('W',))
 
-  return trainer.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
-                      get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
+  return task_lib.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
+                       get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
 
 
-def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> list[str]:
+def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> list[str]:
   """curves.png, and irrep_alignment.png: the hidden nodes' alignment with the irreps of the member
   that generalised best (in a scaling sweep member 0 is usually a memorising one)."""
   group = group_of(config)

@@ -21,7 +21,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import modular as data_lib
 from jaxdyn.models import modular as model_lib
 from jaxdyn.optim import factory
@@ -113,7 +113,7 @@ def member_data(config: ml_collections.ConfigDict, seeds: np.ndarray) -> dict[st
   return {k: np.stack(v) for k, v in out.items()}
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   d = config.data.modulus
   model = model_lib.ModularMLP(num_tokens=d, hidden=config.model.hidden, num_classes=d,
                                activation=config.model.activation)
@@ -155,11 +155,11 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   def make_optimizer(hp):
     return factory.make_optimizer(config.opt, hp['lr'], hp['wd'])
 
-  return trainer.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
-                      get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
+  return task_lib.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
+                       get_batch=get_batch, evaluate=evaluate, data=data, hparams=hparams)
 
 
-def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> None:
   """Logs when each member memorised and generalised; curves.png; with `analysis.fourier`,
   fourier.json and the CoGS figures."""
   for line in generalisation_summary(result):
@@ -172,7 +172,7 @@ def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> No
 MEMORISED, GENERALISED = 0.99, 0.95   # train / test accuracy levels of the summary
 
 
-def generalisation_summary(result: trainer.TrainResult) -> list[str]:
+def generalisation_summary(result: task_lib.TrainResult) -> list[str]:
   """One line per member: the first evaluated step with train accuracy >= 0.99 (memorised) and with
   test accuracy >= 0.95 (generalised), and the delay between them (grokking when it is long)."""
   if 'eval/test_accuracy' not in result.history:
@@ -193,7 +193,7 @@ def generalisation_summary(result: trainer.TrainResult) -> list[str]:
   return lines
 
 
-def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+def write_figures(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> None:
   title = (f'{config.data.operation} mod {config.data.modulus}, q={config.model.hidden}, '
            f'train fraction {config.data.train_fraction}, {config.opt.name}')
   figures.plot_curves(result.history, result.members,

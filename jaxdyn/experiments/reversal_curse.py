@@ -33,7 +33,7 @@ from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
 from jaxdyn.core import sweep as sweep_lib
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.core.figures import plt
 from jaxdyn.data import reversal as data_lib
 from jaxdyn.models import reversal as model_lib
@@ -163,7 +163,7 @@ def evaluate_member(model, params, data) -> dict[str, jax.Array]:
   return out
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   model = transformer.Decoder(decoder_config(config))
   hparams = sweep_hparams(config)
   batch_size = config.data.batch_size
@@ -179,7 +179,7 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
     idx = jax.lax.dynamic_slice_in_dim(order, (step % steps_per_epoch) * batch_size, batch_size)
     return rows[idx]
 
-  return trainer.Task(
+  return task_lib.Task(
       init_params=lambda key, hp: model_lib.init_params(model, key),
       loss_fn=lambda params, batch, hp: model_lib.last_token_loss(model, params, batch),
       make_optimizer=lambda hp: factory.make_optimizer(config.opt, config.opt.lr, config.opt.wd),
@@ -194,7 +194,7 @@ PANELS = {  # task → (title, [(metric, label)]) for the NLL and probability ro
 }
 
 
-def curves_figure(result: trainer.TrainResult, config: ml_collections.ConfigDict):
+def curves_figure(result: task_lib.TrainResult, config: ml_collections.ConfigDict):
   """The figure of figures/curves.png (`write_figures`), not saved: per task, NLL and p(correct)
   against step (mean over seeds thick, each seed thin), with chance over the vocabulary (ln V, 1/V)
   dashed and over the answer's token group dotted; one legend below the panels."""
@@ -239,7 +239,7 @@ def curves_figure(result: trainer.TrainResult, config: ml_collections.ConfigDict
   return fig
 
 
-def write_figures(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> str:
+def write_figures(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> str:
   """Writes figures/curves.png (`curves_figure`) and returns its path."""
   return figures.save(curves_figure(result, config),
                       os.path.join(result.workdir, 'figures', 'curves.png'))

@@ -25,7 +25,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import scan_snap as data_lib
 from jaxdyn.models import scan_snap as model_lib
 
@@ -124,7 +124,7 @@ def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
                                 lr_y_ratio=(config.sweep.lr_y_ratio, config.opt.lr_y_ratio))
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   """Fresh training batches each step; per member, a fixed evaluation batch (its seed's)."""
   dist = token_distribution(config)
   hparams = sweep_hparams(config)
@@ -162,13 +162,13 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
 
   eval_tokens_SxBxL, eval_labels_SxB = jax.vmap(lambda seed: data_lib.sample_batch(
       dist, jax.random.fold_in(jax.random.key(seed), EVAL_BATCH_SALT), batch_size))(hparams['seed'])
-  return trainer.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
-                      get_batch=get_batch, evaluate=evaluate, hparams=hparams,
-                      data={'eval_tokens': np.asarray(eval_tokens_SxBxL),
-                            'eval_labels': np.asarray(eval_labels_SxB)})
+  return task_lib.Task(init_params=init_params, loss_fn=loss_fn, make_optimizer=make_optimizer,
+                       get_batch=get_batch, evaluate=evaluate, hparams=hparams,
+                       data={'eval_tokens': np.asarray(eval_tokens_SxBxL),
+                             'eval_labels': np.asarray(eval_labels_SxB)})
 
 
-def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> None:
+def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> None:
   """figures/curves.png (loss, distinct entropy) and, where kept, figures/composition.png (Fig. 4)."""
   dist = token_distribution(config)
   title = (f'Scan & Snap: M={dist.num_tokens}, L={config.data.seq_len}, '
@@ -265,7 +265,7 @@ def thm4_config(*, num_seeds: int = 1, lr_z: Sequence[float] = (0.5, 1.0, 2.0),
   return config
 
 
-def b_curves_of_members(result: trainer.TrainResult,
+def b_curves_of_members(result: task_lib.TrainResult,
                         config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
   """`theory.b_curves` of every member as a history: {'step': (E,), curve name: (E, S)}."""
   dist = token_distribution(config)
@@ -278,7 +278,7 @@ def b_curves_of_members(result: trainer.TrainResult,
                             for name in per_member[0]}}
 
 
-def thm4_markdown(result: trainer.TrainResult, config: ml_collections.ConfigDict,
+def thm4_markdown(result: task_lib.TrainResult, config: ml_collections.ConfigDict,
                   curves: Mapping[str, np.ndarray]) -> str:
   """Measured and predicted B_n per (η_Z, η_Y/η_Z), seeds averaged, at t0, a third of the run and
   its end; then Theorem 1's coefficients and Sec. 6's premises on the first member."""
@@ -313,7 +313,7 @@ def thm4_markdown(result: trainer.TrainResult, config: ml_collections.ConfigDict
           + table + '\n' + _theorem1_markdown(result, dist, c0))
 
 
-def _theorem1_markdown(result: trainer.TrainResult, dist: data_lib.TokenDistribution,
+def _theorem1_markdown(result: task_lib.TrainResult, dist: data_lib.TokenDistribution,
                        c0: float) -> str:
   """Theorem 1's γι_n and ξ_n fitted on the first member against γ(t) and Sec. 6's premise."""
   h, member = result.history, result.members[0]
@@ -336,7 +336,7 @@ def _theorem1_markdown(result: trainer.TrainResult, dist: data_lib.TokenDistribu
           + results.markdown_table(rows, columns, formats))
 
 
-def write_thm4_study(result: trainer.TrainResult, config: ml_collections.ConfigDict,
+def write_thm4_study(result: task_lib.TrainResult, config: ml_collections.ConfigDict,
                      out_dir: str) -> str:
   """Writes out_dir/thm4_curves.npz (every member's B_n curves), thm4_table.md (`thm4_markdown`)
   and thm4.png (the first seed of each setting); returns the table's text."""

@@ -31,7 +31,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import text
 from jaxdyn.models import transformer
 
@@ -144,7 +144,7 @@ def evaluate_windows(dec_cfg: transformer.DecoderConfig, params, windows_BxW) ->
           'attn_map': inter.attention_weights[0][0]}   # layer 0, window 0: N × T × T
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   """Members share the text: random training windows each step, fixed held-out windows."""
   d = config.data
   splits = text.kjv_splits('words', vocab_size=d.vocab_size, held_out_fraction=d.held_out_fraction,
@@ -169,14 +169,14 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
   def evaluate(params, data):
     return evaluate_windows(dec_cfg, params, data['eval_windows'])
 
-  return trainer.Task(init_params=init_params, loss_fn=loss_fn,
-                      make_optimizer=lambda hp: make_optimizer(config.opt, hp['lr']),
-                      get_batch=get_batch, evaluate=evaluate, hparams=sweep_hparams(config),
-                      shared_data={'train_tokens': np.asarray(splits.train, np.int32),
-                                   'eval_windows': held_out_windows(splits.held_out, d)})
+  return task_lib.Task(init_params=init_params, loss_fn=loss_fn,
+                       make_optimizer=lambda hp: make_optimizer(config.opt, hp['lr']),
+                       get_batch=get_batch, evaluate=evaluate, hparams=sweep_hparams(config),
+                       shared_data={'train_tokens': np.asarray(splits.train, np.int32),
+                                    'eval_windows': held_out_windows(splits.held_out, d)})
 
 
-def summarise(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+def summarise(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """Per member: held-out loss and attention entropy at the first and last evaluation, and the minimum."""
   h = result.history
   uniform = float(attention_entropy.causal_uniform_entropy(config.data.seq_len).mean())
@@ -191,7 +191,7 @@ def summarise(result: trainer.TrainResult, config: ml_collections.ConfigDict) ->
   return out
 
 
-def report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """summary.json (`summarise`), figures/curves.png (held-out loss, entropy, normalised entropy) and
   figures/attention_maps.png (member 0, head 0); returns the summary."""
   summary = summarise(result, config)

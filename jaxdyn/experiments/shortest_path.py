@@ -36,7 +36,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import graphs
 from jaxdyn.models import shortest_path as model_lib
 from jaxdyn.models import transformer
@@ -195,7 +195,7 @@ def evaluate(model, config, params, data) -> dict[str, jax.Array]:
   return out
 
 
-def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   model = make_model(config)
   train, held = datasets(config)
   batch_size, t = config.data.batch_size, seq_len(config)
@@ -208,11 +208,11 @@ def build_task(config: ml_collections.ConfigDict) -> trainer.Task:
                              data['train_tokens'].shape[0])
     return data['train_tokens'][idx], data['train_loss_mask'][idx]
 
-  return trainer.Task(
+  return task_lib.Task(
       init_params=lambda key, hp: model_lib.init_params(model, key, t),
       loss_fn=lambda params, batch, hp: model_lib.path_loss(model, params, *batch),
       make_optimizer=lambda hp: factory.make_optimizer(config.opt, learning_rate(config),
-                                                       config.opt.wd),
+                                                        config.opt.wd),
       get_batch=get_batch, evaluate=lambda params, data: evaluate(model, config, params, data),
       hparams=experiment.member_grid(config), shared_data=shared)
 
@@ -262,7 +262,7 @@ def _member(params, i: int):
   return jax.tree.map(lambda a: np.asarray(a)[i], params)
 
 
-def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict) -> dict:
+def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """figures/{curves,edge_embedding,embedding_scatter,optimal_by_size}.png and summary.json:
   the final held-out rates by size (mean ± sem over seeds) beside SLN on the same held-out rows, and
   the edge-embedding correlations per seed for the trained params, the same seed's initial params,
@@ -320,8 +320,8 @@ def report_from_checkpoint(config: ml_collections.ConfigDict, workdir: str,
     raise ValueError(f'metrics.jsonl of {workdir} has no evaluation at the checkpoint step {step} '
                      f'(last: {history["step"][-1]}); use a step that is a multiple of '
                      f'train.eval_every={config.train.eval_every}')
-  result = trainer.TrainResult(state=state, history=history, members=members, workdir=workdir,
-                               wall_time_s=float('nan'))
+  result = task_lib.TrainResult(state=state, history=history, members=members, workdir=workdir,
+                                wall_time_s=float('nan'))
   summary = write_report(result, config)
   summary['step'] = int(step)
   results.write_json(os.path.join(workdir, 'summary.json'), summary)

@@ -5,7 +5,7 @@
 Task (`jaxdyn.data.token_assorted`): running sums mod p. Question x_1..x_n, trace s_1..s_n (prefix
 sums), answer s_n; the trace is cut into C = n / L chunks of L tokens.
 
-Two stages (`STAGES`, trained in turn by `Experiment.train_and_evaluate`), two `trainer.Task`s, each
+Two stages (`STAGES`, trained in turn by `Experiment.train_and_evaluate`), two `task_lib.Task`s, each
 one jitted program vmapped over its members:
 
   1. 'vqvae': the VQ-VAE (`jaxdyn.models.vqvae`: chunk → one code, codebook updated by the loss,
@@ -51,7 +51,7 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import task as task_lib
 from jaxdyn.data import token_assorted as data_lib
 from jaxdyn.models import shortest_path as decoding
 from jaxdyn.models import transformer
@@ -200,7 +200,7 @@ def modes_of(config) -> list[str]:
 # Stage 1: the VQ-VAE
 
 
-def build_vqvae_task(config: ml_collections.ConfigDict) -> trainer.Task:
+def build_vqvae_task(config: ml_collections.ConfigDict) -> task_lib.Task:
   """One VQ-VAE per seed on the training traces' chunks; evaluated on the held-out chunks."""
   cfg, L = vq_config(config), config.data.chunk_len
   train, held = datasets(config)
@@ -217,7 +217,7 @@ def build_vqvae_task(config: ml_collections.ConfigDict) -> trainer.Task:
     loss, aux = vqvae.loss_fn(cfg, params, data['heldout_chunks'])
     return {'loss': loss, **aux}
 
-  return trainer.Task(
+  return task_lib.Task(
       init_params=lambda key, hp: vqvae.init_params(cfg, key),
       loss_fn=lambda params, batch, hp: vqvae.loss_fn(cfg, params, batch),
       make_optimizer=lambda hp: optax.adam(config.vqvae.lr),
@@ -225,12 +225,12 @@ def build_vqvae_task(config: ml_collections.ConfigDict) -> trainer.Task:
       hparams={'seed': np.asarray(experiment.seeds(config), np.int32)}, shared_data=shared)
 
 
-def vqvae_schedule(config: ml_collections.ConfigDict) -> trainer.Schedule:
+def vqvae_schedule(config: ml_collections.ConfigDict) -> task_lib.Schedule:
   """Stage 1's own schedule (`vqvae.steps`, `vqvae.eval_every`; one checkpoint, at the end)."""
   v = config.vqvae
-  return trainer.Schedule(steps=v.steps, eval_every=v.eval_every, checkpoint_every=v.steps,
-                          steps_per_dispatch=v.steps, keep_checkpoints=1,
-                          progress_every_secs=config.train.progress_every_secs)
+  return task_lib.Schedule(steps=v.steps, eval_every=v.eval_every, checkpoint_every=v.steps,
+                           steps_per_dispatch=v.steps, keep_checkpoints=1,
+                           progress_every_secs=config.train.progress_every_secs)
 
 
 def frozen_codes(config, vq_params) -> dict[str, np.ndarray]:
@@ -267,7 +267,7 @@ def masked_loss(model, params, tokens_BxT, loss_mask_BxT):
   return decoding.path_loss(model, params, tokens_BxT, loss_mask_BxT)
 
 
-def build_task(config: ml_collections.ConfigDict, vq_params) -> trainer.Task:
+def build_task(config: ml_collections.ConfigDict, vq_params) -> task_lib.Task:
   """Stage 2's Task; `vq_params` are stage 1's (leading seed axis), frozen into per-member codes."""
   model, v = make_model(config), vocab(config)
   n, L, batch_size = config.data.num_digits, config.data.chunk_len, config.data.batch_size
@@ -310,7 +310,7 @@ def build_task(config: ml_collections.ConfigDict, vq_params) -> trainer.Task:
             'trace_ok': jnp.mean(out['trace_ok'].astype(jnp.float32))}
 
   t = data_lib.sequence_length(n)
-  return trainer.Task(
+  return task_lib.Task(
       init_params=lambda key, hp: decoding.init_params(model, key, t),
       loss_fn=lambda params, batch, hp: masked_loss(model, params, *batch),
       make_optimizer=lambda hp: factory.make_optimizer(config.opt, config.opt.lr, config.opt.wd),
@@ -327,7 +327,7 @@ STAGES = (
 # Report
 
 
-def summarise(result: trainer.TrainResult, vq_result: trainer.TrainResult,
+def summarise(result: task_lib.TrainResult, vq_result: task_lib.TrainResult,
               config: ml_collections.ConfigDict) -> dict:
   """Final metrics per mode over seeds (mean, sem, per-seed values), the codebook statistics of each
   seed's VQ-VAE on the training chunks, and the trace shortening of latent against cot."""
@@ -356,8 +356,8 @@ def summarise(result: trainer.TrainResult, vq_result: trainer.TrainResult,
   return summary
 
 
-def write_report(result: trainer.TrainResult, config: ml_collections.ConfigDict,
-                 vqvae: trainer.TrainResult) -> dict:
+def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict,
+                 vqvae: task_lib.TrainResult) -> dict:
   """figures/{curves,comparison,codebook}.png, summary.json and table.md (module docstring);
   `vqvae` is stage 1's result."""
   figdir = os.path.join(result.workdir, 'figures')

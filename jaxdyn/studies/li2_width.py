@@ -27,6 +27,7 @@ import numpy as np
 
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import results
+from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
 from jaxdyn.experiments import li2_grokking
 
@@ -62,7 +63,7 @@ def width_config(M: int, widths: Sequence[int], *, seeds: int, steps: int, train
   return config
 
 
-def width_task(config: ml_collections.ConfigDict, widths: Sequence[int]) -> trainer.Task:
+def width_task(config: ml_collections.ConfigDict, widths: Sequence[int]) -> task_lib.Task:
   """`li2_grokking.build_task(config)` with every member repeated once per width (width-major order)
   and a 'width' hyperparameter that zeroes the nodes j ≥ width at initialisation."""
   if config.model.top != 'gradient':
@@ -82,23 +83,23 @@ def width_task(config: ml_collections.ConfigDict, widths: Sequence[int]) -> trai
     live = (jnp.arange(config.model.hidden) < hp['width']).astype(params['W'].dtype)
     return {**params, 'W': params['W'] * live[None, :], 'V': params['V'] * live[:, None]}
 
-  return trainer.Task(init_params=init_params, loss_fn=base.loss_fn,
-                      make_optimizer=base.make_optimizer, get_batch=base.get_batch,
-                      evaluate=base.evaluate, data=data, hparams=hparams)
+  return task_lib.Task(init_params=init_params, loss_fn=base.loss_fn,
+                       make_optimizer=base.make_optimizer, get_batch=base.get_batch,
+                       evaluate=base.evaluate, data=data, hparams=hparams)
 
 
 def train_widths(config: ml_collections.ConfigDict, widths: Sequence[int],
-                 workdir: str) -> trainer.TrainResult:
+                 workdir: str) -> task_lib.TrainResult:
   """Checks the config (`li2_grokking.check_config`) and trains the width program in `workdir`."""
   li2_grokking.check_config(config)
   task = width_task(config, widths)
   mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
-  return trainer.train(task, trainer.schedule_from_config(config.train), workdir, mesh=mesh,
+  return trainer.train(task, task_lib.schedule_from_config(config.train), workdir, mesh=mesh,
                        config_json={**config.to_dict(), 'widths': [int(w) for w in widths]},
                        tensorboard=False)
 
 
-def final_rows(result: trainer.TrainResult, M: int) -> list[dict]:
+def final_rows(result: task_lib.TrainResult, M: int) -> list[dict]:
   """Per member: seed, width, M, final train / test accuracy and the test loss relative to the zero
   output's loss 1 − 1/M (MSE only; 0 = exact reconstruction)."""
   rows = results.final_rows(result.history, result.members,

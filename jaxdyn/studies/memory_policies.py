@@ -1,7 +1,7 @@
 """What one device needs to train a config, under memory policies (a study over compiled programs).
 
 A policy edits a copy of the config (compute dtype, rematerialisation, scanned layers, gradient
-accumulation, params sharded over the data axis) and `trainer.compile_chunk` compiles one dispatch
+accumulation, params sharded over the data axis) and `program.compile_chunk` compiles one dispatch
 of one step from abstract arrays; XLA's `memory_analysis()` of that program is the per-device
 memory. Nothing is allocated, so 1B-parameter configs are reported on a laptop.
 """
@@ -15,7 +15,7 @@ import ml_collections
 
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import results
-from jaxdyn.core import trainer
+from jaxdyn.core import program
 
 GIB = 2 ** 30
 
@@ -84,7 +84,7 @@ def compile_under_policy(module, config: ml_collections.ConfigDict, name: str) -
   module.check_config(c)
   task = module.EXPERIMENT.build_task(c)
   mesh = mesh_lib.make_mesh(task.num_members, c.mesh.sweep, c.mesh.data)
-  compiled, compile_s = trainer.compile_chunk(task, mesh, microbatches=c.train.microbatches,
+  compiled, compile_s = program.compile_chunk(task, mesh, microbatches=c.train.microbatches,
                                               shard_params=c.mesh.shard_params)
   m = compiled.memory_analysis()
   return MemoryRow(policy=name, devices=mesh.size, compile_s=compile_s,
