@@ -94,7 +94,7 @@ def order_fractions(orders):
 OMEGA3 = np.exp(2j * np.pi / 3)
 
 
-def _column_normalise(A_3xm):
+def column_normalise(A_3xm):
   """Divide each column by the cube root of its product a·b·c, so every column has abc = 1."""
   return A_3xm / np.prod(A_3xm, axis=0, keepdims=True) ** (1 / 3)
 
@@ -104,7 +104,7 @@ def classify_order2(A_3x2, tol=0.1):
 
   'xi' is z_ξ (w = ±i), 'nu_i' is z_{ν=i} (w = 1, x = ±i), 'nu' is z_ν (x = -y); else 'unknown'.
   """
-  x, y, w = _column_normalise(A_3x2)[:, 1]
+  x, y, w = column_normalise(A_3x2)[:, 1]
   if min(abs(w - 1j), abs(w + 1j)) < tol:
     return 'xi'
   if abs(w - 1) < tol and min(abs(x - 1j), abs(x + 1j)) < tol:
@@ -116,7 +116,7 @@ def classify_order2(A_3x2, tol=0.1):
 
 def classify_order3(A_3x3, tol=0.1):
   """Name an order-3 factor: 'syn' (columns 1, ω₃, ω₃²), 'syn_ab' (c row 1, ω₃, ω₃²), or 'unknown'."""
-  A = _column_normalise(A_3x3)
+  A = column_normalise(A_3x3)
   signs = np.where(A[0].real > 0, -1.0, 1.0)  # the (a, b, c) -> (-a, -b, c) node symmetry
   signs[0] = 1.0
   A[:2] *= signs

@@ -206,7 +206,7 @@ def reference_classify(A_3xn, tol: float = 0.1) -> str:
   and a conjugation making Im c₁ ≥ 0: 'syn' when both columns 1, 2 are within `tol`·√3 in L2 norm of
   (ω₃, ω₃, ω₃) and its conjugate, else 'syn_ab' when only the c row is within `tol` (entry-wise).
   Otherwise 'unknown' ('unnormalized' if a column's product is not 1, which normalising excludes)."""
-  A = fourier._column_normalise(np.array(A_3xn, dtype=complex))   # pylint: disable=protected-access
+  A = fourier.column_normalise(np.array(A_3xn, dtype=complex))
   if np.any(np.abs(np.prod(A[:, 1:], axis=0) - 1) > tol):
     return 'unnormalized'
   if A.shape[1] == 2:

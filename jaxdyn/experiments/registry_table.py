@@ -17,7 +17,8 @@ import sys
 
 from jaxdyn import experiments
 
-BEGIN = '<!-- generated from the registry: python -m jaxdyn.experiments.registry_table --write -->'
+BEGIN = ('<!-- generated from the registry by `python -m jaxdyn.experiments.registry_table --write`; '
+         'edit the experiments\' Parts, not this table -->')
 END = '<!-- end of the generated table -->'
 ARCHITECTURE_PAGE = os.path.join('docs', 'architecture.md')
 
