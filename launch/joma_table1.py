@@ -5,18 +5,14 @@
                                [--max_cells=N | --cells=0,5,11] [--class_counts]
 
 One program per grid cell (the tree shapes differ); writes DIR/table1.md with NCorr(s=0), NCorr(s=1)
-mean ± std over seeds after training, beside the same model at random initialisation (step 0)
-(`jaxdyn.experiments.joma_hierarchical.table1_*`), DIR/table1_published.md beside the slide's
-Table 1 (`TABLE1_PUBLISHED`) and DIR/table1.png (`table1_figure`).
+mean ± std over seeds after training, beside the same model at random initialisation (step 0),
+DIR/table1_published.md beside the slide's Table 1 and DIR/table1.png (`jaxdyn.studies.joma_table1`).
 """
-
-import os
 
 from absl import app, flags
 
 from jaxdyn.core import metrics
-from jaxdyn.core import results
-from jaxdyn.experiments import joma_hierarchical as lib
+from jaxdyn.studies import joma_table1
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
 _VARIANT = flags.DEFINE_string('variant', 'default', 'Config variant of joma_hierarchical.')
@@ -29,28 +25,18 @@ _CLASS_COUNTS = flags.DEFINE_bool('class_counts', None, 'Batches as class counts
                                    '(data.class_counts: same gradient, C/batch_size the cost).')
 _EVAL_EVERY = flags.DEFINE_integer('eval_every', None, 'Evaluate every N steps (default: at the end).')
 _MAX_CELLS = flags.DEFINE_integer('max_cells', None, 'Run only the first cells of the grid.')
-_CELLS = flags.DEFINE_list('cells', None, 'Run only these grid cells (indices into TABLE1_GRID, 0-11).')
+_CELLS = flags.DEFINE_list('cells', None, 'Run only these grid cells (indices into '
+                           'joma_table1.GRID, 0-11).')
 
 
 def main(argv):
   del argv
   metrics.show_progress_logs()
-  grid = lib.TABLE1_GRID
-  cells = [grid[int(i)] for i in _CELLS.value] if _CELLS.value else grid[:_MAX_CELLS.value]
-  rows = []
-  for cell in cells:
-    config = lib.table1_config(_VARIANT.value, cell, steps=_STEPS.value, lr=_LR.value,
-                               num_seeds=_NUM_SEEDS.value, d_model=_D_MODEL.value,
-                               batch_size=_BATCH_SIZE.value, eval_every=_EVAL_EVERY.value,
-                               class_counts=_CLASS_COUNTS.value)
-    result = lib.train_and_evaluate(config, os.path.join(_WORKDIR.value, lib.table1_cell_name(cell)))
-    rows.append(lib.table1_row(result, config))
-    table = lib.table1_markdown(rows)
-    print(table.splitlines()[-1], flush=True)
-    results.write_markdown(os.path.join(_WORKDIR.value, 'table1.md'), table)
-    results.write_markdown(os.path.join(_WORKDIR.value, 'table1_published.md'),
-                           lib.table1_published_markdown(rows))
-  print(lib.table1_figure(rows, os.path.join(_WORKDIR.value, 'table1.png')))
+  print(joma_table1.run(_WORKDIR.value, joma_table1.select(_CELLS.value, _MAX_CELLS.value),
+                        _VARIANT.value, steps=_STEPS.value, lr=_LR.value,
+                        num_seeds=_NUM_SEEDS.value, d_model=_D_MODEL.value,
+                        batch_size=_BATCH_SIZE.value, eval_every=_EVAL_EVERY.value,
+                        class_counts=_CLASS_COUNTS.value))
 
 
 if __name__ == '__main__':

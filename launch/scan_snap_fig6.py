@@ -4,16 +4,13 @@
   python launch/scan_snap_fig6.py --workdir=DIR --from_metrics   # re-tabulate a finished run
 
 One vmapped program (160 members) per num_last value; writes DIR/fig6_table.md and DIR/fig6.png
-(`jaxdyn.experiments.scan_snap.write_fig6_study`).
+(`jaxdyn.studies.scan_snap_fig6.run`).
 """
-
-import os
 
 from absl import app, flags
 
 from jaxdyn.core import metrics
-from jaxdyn.core import results
-from jaxdyn.experiments import scan_snap
+from jaxdyn.studies import scan_snap_fig6
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
 _NUM_LAST = flags.DEFINE_list('num_last', ['1', '3', '5', '10'], 'num_last values (one program each).')
@@ -27,17 +24,8 @@ _FROM_METRICS = flags.DEFINE_bool(
 def main(argv):
   del argv
   metrics.show_progress_logs()
-  tables = {}
-  for num_last in map(int, _NUM_LAST.value):
-    workdir = os.path.join(_WORKDIR.value, f'num_last_{num_last}')
-    if _FROM_METRICS.value:
-      tables[num_last] = scan_snap.final_entropy(*results.load_history(workdir))
-      continue
-    config = scan_snap.fig6_config(num_last, num_seeds=_NUM_SEEDS.value, steps=_STEPS.value)
-    result = scan_snap.train_and_evaluate(config, workdir)
-    tables[num_last] = scan_snap.final_entropy(result.history, result.members)
-    print(f'num_last={num_last}: {result.wall_time_s:.1f} s', flush=True)
-  print(scan_snap.write_fig6_study(tables, _WORKDIR.value), end='')
+  print(scan_snap_fig6.run(_WORKDIR.value, map(int, _NUM_LAST.value), num_seeds=_NUM_SEEDS.value,
+                           steps=_STEPS.value, from_metrics=_FROM_METRICS.value), end='')
 
 
 if __name__ == '__main__':

@@ -5,23 +5,18 @@ predicted one for several (η_Z, η_Y).
       [--lr_z=0.5,1,2] [--lr_y_ratio=1,5,10] [--distinct_per_next=10] [--seq_len=128]
 
 1. The closed forms for the talk's plot (M = 10000, η_Z = η_Y ∈ {0.5, 1, 2, 4, 8}, t ≤ 50; K = 1 and
-   C0 = 1, which the slide does not give): DIR/thm4_closed_form.png
-   (`scan_snap.plot_talk_closed_form`) and DIR/thm4_closed_form.md (`talk_closed_form_markdown`).
+   C0 = 1, which the slide does not give): DIR/thm4_closed_form.png and DIR/thm4_closed_form.md
+   (`jaxdyn.studies.scan_snap_thm4.write_closed_form`).
 2. One vmapped program (the `thm4` variant of configs/scan_snap.py: one common token, K = 10 next
    tokens on one query token, zero init, plain SGD, Z[ψ(n), :] logged every step; M = 12 + 10 ×
    `--distinct_per_next`). Writes DIR/thm4_table.md, DIR/thm4.png and DIR/thm4_curves.npz
-   (`jaxdyn.experiments.scan_snap.write_thm4_study`).
+   (`jaxdyn.studies.scan_snap_thm4.run`).
 """
 
-import os
-
-import numpy as np
 from absl import app, flags
 
-from jaxdyn.analysis import scan_snap as theory
 from jaxdyn.core import metrics
-from jaxdyn.core import results
-from jaxdyn.experiments import scan_snap
+from jaxdyn.studies import scan_snap_thm4
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
 _STEPS = flags.DEFINE_integer('steps', 300, 'Iterations.')
@@ -38,24 +33,13 @@ _CLOSED_FORM_ONLY = flags.DEFINE_bool('closed_form_only', False, 'Only part 1 (n
 def main(argv):
   del argv
   metrics.show_progress_logs()
-  os.makedirs(_WORKDIR.value, exist_ok=True)
-  t = np.linspace(0.0, 50.0, 501)
-  path = theory.plot_talk_closed_form(t, os.path.join(_WORKDIR.value, 'thm4_closed_form.png'),
-                                      **theory.TALK_SETTING)
-  table = theory.talk_closed_form_markdown()
-  results.write_markdown(os.path.join(_WORKDIR.value, 'thm4_closed_form.md'), table)
+  path, table = scan_snap_thm4.write_closed_form(_WORKDIR.value)
   print(f'{path}\n{table}', flush=True)
   if _CLOSED_FORM_ONLY.value:
     return
-  config = scan_snap.thm4_config(num_seeds=_NUM_SEEDS.value, lr_z=_LR_Z.value,
-                                 lr_y_ratio=_RATIO.value, steps=_STEPS.value)
-  config.data.num_distinct_per_next = _DISTINCT.value
-  config.data.seq_len = _SEQ_LEN.value
-  config.train.tensorboard = False
-  result = scan_snap.train_and_evaluate(config, os.path.join(_WORKDIR.value, 'run'))
-  print(f'M = {scan_snap.token_distribution(config).num_tokens}; training: {result.wall_time_s:.1f} s',
-        flush=True)
-  print(scan_snap.write_thm4_study(result, config, _WORKDIR.value), end='')
+  print(scan_snap_thm4.run(_WORKDIR.value, num_seeds=_NUM_SEEDS.value, lr_z=_LR_Z.value,
+                           lr_y_ratio=_RATIO.value, steps=_STEPS.value,
+                           num_distinct_per_next=_DISTINCT.value, seq_len=_SEQ_LEN.value), end='')
 
 
 if __name__ == '__main__':

@@ -1,5 +1,6 @@
 """JoMA (Tian et al., ICLR 2024): the attention-logit invariant, normalised correlations, salience
-dynamics and the linear case's erf relation; the figures that go with them.
+dynamics and the linear case's erf relation; the figures that go with them (the erf check, Table 1
+against the published values).
 
 The models and losses are in `jaxdyn.models.joma`, the data in `jaxdyn.data.joma`. Setting of
 Theorem 1 / Figs. 2-3 (`models.joma.contextual_loss`): M contextual tokens with one-hot embeddings
@@ -238,4 +239,30 @@ def plot_erf(check: dict, path: str) -> str:
   fig.suptitle(f'JoMA linear case: M={len(delta)} components'
                + (f', η={lr:g}' if lr is not None else '') + f', t*={check["t_star"]:.0f} steps',
                fontsize=10)
+  return figures.save(fig, path)
+
+
+def plot_table1(rows: list[dict], published: list, path: str, *, title: str = '') -> str:
+  """JoMA Table 1, NCorr(s=1) per grid cell: published mean ± std (black), ours trained (mean ± std
+  over seeds), ours at initialisation and the class-permuted control trained (seed means); a second
+  panel the same for s=0. `rows`: a table row per cell (`studies.joma_table1.cell_row`);
+  `published`: per row ((NCorr s=0 mean, std), (NCorr s=1 mean, std)). Returns the path written."""
+  fig, axes = plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, layout='constrained')
+  x = np.arange(len(rows))
+  labels = [f"C{r['C']} Nch{r['N_ch']}\n({r['N0']},{r['N1']})" for r in rows]
+  for ax, s in zip(axes, (1, 0)):
+    published_Rx2 = np.array([p[s] for p in published])
+    ax.errorbar(x - 0.15, published_Rx2[:, 0], published_Rx2[:, 1], fmt='ks', ms=5, capsize=3,
+                label='published (d 1024, 5 seeds)')
+    ax.errorbar(x + 0.05, [r[f'ncorr_s{s}'] for r in rows], [r[f'ncorr_s{s}/std'] for r in rows],
+                fmt='o', color='tab:blue', ms=5, capsize=3, label='ours, trained')
+    ax.plot(x + 0.05, [r[f'ncorr_s{s}_init'] for r in rows], '_', color='0.4', ms=14, mew=2,
+            label='ours, at init')
+    ax.plot(x + 0.2, [r[f'control_s{s}'] for r in rows], 'v', color='tab:orange', ms=5,
+            label='ours, permuted-latent control, trained')
+    ax.set(ylabel=f'NCorr (s = {s})')
+    ax.grid(alpha=0.3)
+  axes[0].legend(fontsize=7, ncol=2)
+  axes[1].set_xticks(x, labels, fontsize=7)
+  fig.suptitle(title or 'JoMA Table 1: ours against the published values', fontsize=10)
   return figures.save(fig, path)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+TASKS = ('reversal', 'chain')   # the two datasets, `reversal_dataset` and `chain_dataset`
 NUM_RESERVED = 2
 RIGHT_ARROW, LEFT_ARROW = 0, 1   # reversal: x → y, y ← x
 ONE_HOP, TWO_HOP = 0, 1          # chain: x 0 y, y 0 z, x 1 z

@@ -7,6 +7,7 @@ The three attention kinds (linear, exponential, softmax) train side by side in o
 same init (disjoint params, so each follows its own gradient flow); at every evaluation the real
 logits z(t) are compared with JoMA's ẑ(t) by NC, and with each of its two terms alone.
 Model and loss: `jaxdyn.models.joma`; X: `jaxdyn.data.joma`; the invariant: `jaxdyn.analysis.joma`.
+The linear case's erf relation (one hidden node, no training program) is launch/joma_erf.py.
 """
 
 from __future__ import annotations
@@ -149,6 +150,11 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> d
   return summary
 
 
-EXPERIMENT = experiment.Experiment(name='joma_contextual', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=report)
+EXPERIMENT = experiment.Experiment(
+    name='joma_contextual', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/joma.py',), data=('jaxdyn/data/joma.py',),
+        analysis=('jaxdyn/analysis/joma.py',), launch=('launch/joma_erf.py',),
+        docs='docs/experiments/joma_contextual.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()

@@ -21,28 +21,25 @@ initialisation: the baseline to report beside it. `control_s0/1`: the same NCorr
 class-permuted latents (same base rates, no relation to the input): what chance alignment of that
 many hidden nodes with that few distinct inputs gives.
 
-`table1_*` below run the paper's grid, one program per cell, and tabulate it (launch/joma_table1.py).
-With `data.class_counts` a batch's drawn labels become weights on the C distinct sequences
+`jaxdyn.studies.joma_table1` runs the paper's grid, one program per cell, and tabulates it. With
+`data.class_counts` a batch's drawn labels become weights on the C distinct sequences
 (`class_count_batch`): the same gradient at C/batch_size the cost, which is what makes the reference's
 batch of 128 for 10k steps affordable on a CPU.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 
 import jax
 import jax.numpy as jnp
 import ml_collections
-import numpy as np
 import optax
 
 from jaxdyn.analysis import joma
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import joma as data_lib
 from jaxdyn.models import joma as model_lib
@@ -203,167 +200,13 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> N
                             f'(N0, N1)=({d.n0}, {d.n1}), d={config.model.d_model}')
 
 
-EXPERIMENT = experiment.Experiment(name='joma_hierarchical', schema=default_config,
-                                   variants=VARIANTS, check=check_values, build_task=build_task,
-                                   report=report)
+EXPERIMENT = experiment.Experiment(
+    name='joma_hierarchical', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/joma.py', 'jaxdyn/models/transformer.py'),
+        data=('jaxdyn/data/joma.py',), analysis=('jaxdyn/analysis/joma.py',),
+        studies=('jaxdyn/studies/joma_table1.py',), launch=('launch/joma_table1.py',),
+        benchmarks=('benchmarks/transformers.py',), docs='docs/experiments/joma_hierarchical.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
 
-
-# Table 1: the grid C ∈ {20, 30, 50} × N_ch ∈ {2, 3} × (N0, N1) ∈ {(10, 20), (20, 30)}.
-
-TABLE1_GRID = tuple(itertools.product((20, 30, 50), (2, 3), ((10, 20), (20, 30))))
-
-
-def table1_config(variant: str, cell, *, steps: int | None = None, lr: float | None = None,
-                  num_seeds: int | None = None, d_model: int | None = None,
-                  batch_size: int | None = None, eval_every: int | None = None,
-                  class_counts: bool | None = None) -> ml_collections.ConfigDict:
-  """The config of one grid cell (C, N_ch, (N0, N1)) of the variant, with the fields given set; with
-  `steps`, evaluation (and dispatch) every `eval_every` steps (default: at the end only) and one
-  checkpoint at the end."""
-  num_classes, num_children, (n0, n1) = cell
-  config = get_config(variant)
-  config.data.update(num_classes=num_classes, num_children=num_children, n0=n0, n1=n1)
-  for group, name, value in ((config.train, 'steps', steps), (config.opt, 'lr', lr),
-                             (config, 'num_seeds', num_seeds), (config.model, 'd_model', d_model),
-                             (config.data, 'batch_size', batch_size),
-                             (config.data, 'class_counts', class_counts)):
-    if value is not None:
-      group[name] = value
-  if steps is not None:
-    every = eval_every or steps
-    config.train.update(eval_every=every, checkpoint_every=steps, steps_per_dispatch=every)
-  return config
-
-
-def table1_cell_name(cell) -> str:
-  """The run directory of a grid cell: C20_nch2_n10-20."""
-  num_classes, num_children, (n0, n1) = cell
-  return f'C{num_classes}_nch{num_children}_n{n0}-{n1}'
-
-
-TABLE1_METRICS = ('ncorr_s0', 'ncorr_s1', 'control_s0', 'control_s1', 'accuracy')
-
-
-def table1_row(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> results.Row:
-  """A cell's row: C, N_ch, N0, N1, wall_s and, over seeds (`results.over_seeds`: mean, std, sem, n),
-  each of `TABLE1_METRICS` after training (`<name>`) and at initialisation (`<name>_init`, step 0),
-  and the paired rises of NCorr (`delta_s0`, `delta_s1`: trained − init per seed), and `specific_s1`:
-  the rise of NCorr(s=1) minus the rise of its class-permuted control, per seed."""
-  names = [f'eval/{n}' for n in TABLE1_METRICS]
-  trained = results.final_rows(result.history, result.members, names, step_index=-1)
-  init = results.final_rows(result.history, result.members, names, step_index=0)
-  members = []
-  for t, i in zip(trained, init):
-    member = {n: t[f'eval/{n}'] for n in TABLE1_METRICS}
-    member.update({f'{n}_init': i[f'eval/{n}'] for n in TABLE1_METRICS})
-    member.update({f'delta_s{s}': t[f'eval/ncorr_s{s}'] - i[f'eval/ncorr_s{s}'] for s in (0, 1)})
-    member['specific_s1'] = member['delta_s1'] - (member['control_s1'] - member['control_s1_init'])
-    members.append(member)
-  d = config.data
-  row = {'C': d.num_classes, 'N_ch': d.num_children, 'N0': d.n0, 'N1': d.n1,
-         'wall_s': result.wall_time_s}
-  for value in members[0]:
-    row.update(results.over_seeds(members, value, by=())[0])
-  return row
-
-
-def _mean_std(name: str):
-  """'mean ± std' over seeds (std with ddof=1, 0 with one seed), two decimals."""
-  def cell(row: results.Row) -> str:
-    std = row[f'{name}/std'] if row[f'{name}/n'] > 1 else 0.0
-    return f'{row[name]:.2f} ± {std:.2f}'
-  return cell
-
-
-def _trained_init(name: str):
-  """'trained / init' seed means, two decimals."""
-  return lambda row: f'{row[name]:.2f} / {row[f"{name}_init"]:.2f}'
-
-
-TABLE1_COLUMNS = {
-    'C': 'C', 'N_ch': 'N_ch', '(N0, N1)': lambda row: f'({row["N0"]}, {row["N1"]})',
-    'NCorr s=0 trained': _mean_std('ncorr_s0'), 's=0 at init': _mean_std('ncorr_s0_init'),
-    'NCorr s=1 trained': _mean_std('ncorr_s1'), 's=1 at init': _mean_std('ncorr_s1_init'),
-    'Δ s=0 (paired)': _mean_std('delta_s0'), 'Δ s=1 (paired)': _mean_std('delta_s1'),
-    'control s=0 trained / init': _trained_init('control_s0'),
-    'control s=1 trained / init': _trained_init('control_s1'),
-    'train acc': lambda row: f'{row["accuracy"]:.2f}',
-    'wall s': lambda row: f'{row["wall_s"]:.0f}',
-}
-
-
-def table1_markdown(rows: list[results.Row]) -> str:
-  """Table 1 as markdown, a line per `table1_row`: NCorr mean ± std over seeds trained and at init,
-  the paired rises, the controls' seed means (trained / init), train accuracy and wall seconds."""
-  return results.markdown_table(rows, TABLE1_COLUMNS)
-
-
-# The published Table 1 (shared/seeds/002, slide "Verification of Hierarchical Intuitions", "Table 1:
-# Normalized correlation between the latents and their best matched hidden node in MLP of the same
-# layer. All experiments are run with 5 random seeds."): (C, N_ch, (N0, N1)) -> ((NCorr s=0 mean, std),
-# (NCorr s=1 mean, std)); the ± is pandas' std over the 5 seeds (the reference's draw_table_1.py).
-TABLE1_PUBLISHED = {
-    (20, 2, (10, 20)): ((0.99, 0.01), (0.81, 0.05)), (20, 2, (20, 30)): ((0.97, 0.02), (0.80, 0.05)),
-    (20, 3, (10, 20)): ((1.00, 0.00), (0.69, 0.05)), (20, 3, (20, 30)): ((0.96, 0.02), (0.68, 0.04)),
-    (30, 2, (10, 20)): ((0.99, 0.01), (0.73, 0.08)), (30, 2, (20, 30)): ((0.94, 0.04), (0.74, 0.03)),
-    (30, 3, (10, 20)): ((0.99, 0.01), (0.72, 0.04)), (30, 3, (20, 30)): ((0.95, 0.03), (0.66, 0.02)),
-    (50, 2, (10, 20)): ((0.99, 0.01), (0.58, 0.02)), (50, 2, (20, 30)): ((0.95, 0.03), (0.55, 0.01)),
-    (50, 3, (10, 20)): ((0.99, 0.01), (0.64, 0.02)), (50, 3, (20, 30)): ((0.95, 0.03), (0.61, 0.04)),
-}
-
-
-def _cell(row: results.Row) -> tuple:
-  return (row['C'], row['N_ch'], (row['N0'], row['N1']))
-
-
-def _published(s: int):
-  def cell(row: results.Row) -> str:
-    mean, std = TABLE1_PUBLISHED[_cell(row)][s]
-    return f'{mean:.2f} ± {std:.2f}'
-  return cell
-
-
-TABLE1_PUBLISHED_COLUMNS = {
-    'C': 'C', 'N_ch': 'N_ch', '(N0, N1)': TABLE1_COLUMNS['(N0, N1)'],
-    'published s=0': _published(0), 'ours s=0 trained': _mean_std('ncorr_s0'),
-    's=0 at init': _mean_std('ncorr_s0_init'),
-    'published s=1': _published(1), 'ours s=1 trained': _mean_std('ncorr_s1'),
-    's=1 at init': _mean_std('ncorr_s1_init'), 'Δ s=1 (paired)': _mean_std('delta_s1'),
-    'control s=1 trained / init': _trained_init('control_s1'),
-    'Δ s=1 − Δ control s=1 (paired)': _mean_std('specific_s1'),
-    'ours − published s=1': lambda row: f'{row["ncorr_s1"] - TABLE1_PUBLISHED[_cell(row)][1][0]:+.2f}',
-    'train acc': TABLE1_COLUMNS['train acc'],
-}
-
-
-def table1_published_markdown(rows: list[results.Row]) -> str:
-  """Table 1 beside the published one (`TABLE1_PUBLISHED`), a line per `table1_row`: NCorr mean ± std
-  over seeds (the published statistic) trained and at init, the paired rise of NCorr(s=1), its
-  control, the rise beyond the control's, and ours minus the published NCorr(s=1)."""
-  return results.markdown_table(rows, TABLE1_PUBLISHED_COLUMNS)
-
-
-def table1_figure(rows: list[results.Row], path: str, *, title: str = '') -> str:
-  """NCorr(s=1) per grid cell: published mean ± std (black), ours trained (mean ± std over seeds),
-  ours at initialisation and the class-permuted control trained (seed means); a second panel the
-  same for s=0. Returns the path written."""
-  fig, axes = figures.plt.subplots(2, 1, figsize=(11, 6.5), sharex=True, layout='constrained')
-  x = np.arange(len(rows))
-  labels = [f"C{r['C']} Nch{r['N_ch']}\n({r['N0']},{r['N1']})" for r in rows]
-  for ax, s in zip(axes, (1, 0)):
-    published = np.array([TABLE1_PUBLISHED[_cell(r)][s] for r in rows])
-    ax.errorbar(x - 0.15, published[:, 0], published[:, 1], fmt='ks', ms=5, capsize=3,
-                label='published (d 1024, 5 seeds)')
-    ax.errorbar(x + 0.05, [r[f'ncorr_s{s}'] for r in rows], [r[f'ncorr_s{s}/std'] for r in rows],
-                fmt='o', color='tab:blue', ms=5, capsize=3, label='ours, trained')
-    ax.plot(x + 0.05, [r[f'ncorr_s{s}_init'] for r in rows], '_', color='0.4', ms=14, mew=2,
-            label='ours, at init')
-    ax.plot(x + 0.2, [r[f'control_s{s}'] for r in rows], 'v', color='tab:orange', ms=5,
-            label='ours, permuted-latent control, trained')
-    ax.set(ylabel=f'NCorr (s = {s})')
-    ax.grid(alpha=0.3)
-  axes[0].legend(fontsize=7, ncol=2)
-  axes[1].set_xticks(x, labels, fontsize=7)
-  fig.suptitle(title or 'JoMA Table 1: ours against the published values', fontsize=10)
-  return figures.save(fig, path)

@@ -3,19 +3,17 @@
 Fresh batches every step; SGD with momentum 0.9 and separate rates η_Z (attention logits Z) and
 η_Y = η_Z · `lr_y_ratio` (decoder Y); a sweep over seeds × η_Z × η_Y/η_Z runs as one vmapped program.
 `num_last` changes the vocabulary (shapes), so each value of it is its own program
-(`launch/scan_snap_fig6.py` runs them).
+(`jaxdyn.studies.scan_snap_fig6` runs them).
 
 Evaluation: the average entropy of c_n restricted to the distinct tokens of n (Fig. 6) and, where
 asked, the whole composition c_{n,l} ∝ p(l|n) e^{Z[ψ(n), l]} (the Fig. 4 heat-map), both from
 `jaxdyn.analysis.scan_snap`. The Fig. 6 and Theorem 4 studies (several programs, or one program and
-the theory) end the module: `launch/scan_snap_fig6.py` and `launch/scan_snap_thm4.py` call them.
+the theory) are `jaxdyn.studies.scan_snap_fig6` and `jaxdyn.studies.scan_snap_thm4`.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
-
 import jax
 import ml_collections
 import numpy as np
@@ -24,7 +22,6 @@ from jaxdyn.analysis import scan_snap as theory
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import scan_snap as data_lib
 from jaxdyn.models import scan_snap as model_lib
@@ -186,171 +183,14 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> N
                             title=f'{title}; member {figures.member_label(result.members[0])}')
 
 
-EXPERIMENT = experiment.Experiment(name='scan_snap', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=report)
+EXPERIMENT = experiment.Experiment(
+    name='scan_snap', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/scan_snap.py',), data=('jaxdyn/data/scan_snap.py',),
+        analysis=('jaxdyn/analysis/scan_snap.py',),
+        studies=('jaxdyn/studies/scan_snap_fig6.py', 'jaxdyn/studies/scan_snap_thm4.py'),
+        launch=('launch/scan_snap_fig6.py', 'launch/scan_snap_thm4.py'),
+        benchmarks=('benchmarks/transformers.py',), docs='docs/experiments/scan_snap.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
 
-
-# Fig. 6 across programs (launch/scan_snap_fig6.py): one run per num_last.
-
-def fig6_config(num_last: int, *, num_seeds: int = 10,
-                steps: int = 100) -> ml_collections.ConfigDict:
-  """The `fig6` variant at one num_last, with `num_seeds` seeds and `steps` iterations."""
-  config = get_config('fig6')
-  config.data.num_last = num_last
-  config.num_seeds = num_seeds
-  config.train.update(steps=steps, checkpoint_every=steps, steps_per_dispatch=steps)
-  return config
-
-
-def final_entropy(history: Mapping[str, np.ndarray], members: Sequence[dict]) -> list[dict]:
-  """Per (η_Z, η_Y/η_Z): the final distinct-token entropy over seeds (mean, sem, n)."""
-  return results.over_seeds(results.final_rows(history, members, [ENTROPY]), ENTROPY,
-                            by=('lr_z', 'lr_y_ratio'))
-
-
-def _fig6_grid(tables: Mapping[int, Sequence[dict]]):
-  """(η_Z values, η_Y/η_Z values, {(num_last, η_Z, η_Y/η_Z): row of `final_entropy`})."""
-  cells = {(num_last, r['lr_z'], r['lr_y_ratio']): r
-           for num_last, rows in tables.items() for r in rows}
-  return (sorted({k[1] for k in cells}), sorted({k[2] for k in cells}), cells)
-
-
-def fig6_markdown(tables: Mapping[int, Sequence[dict]]) -> str:
-  """Fig. 6 as a table (num_last and η_Y/η_Z rows, η_Z columns: seed mean ± sem of `final_entropy`)
-  and how many rows fall monotonically with η_Z."""
-  lr_zs, ratios, cells = _fig6_grid(tables)
-  rows = []
-  for num_last in tables:
-    for ratio in ratios:
-      row = {'num_last': num_last, 'ratio': ratio}
-      for z in lr_zs:
-        cell = cells[(num_last, z, ratio)]
-        row[f'η_Z={z:g}'], row[f'η_Z={z:g}/sem'] = cell[ENTROPY], cell[f'{ENTROPY}/sem']
-      row['falling'] = all(row[f'η_Z={a:g}'] > row[f'η_Z={b:g}'] for a, b in zip(lr_zs, lr_zs[1:]))
-      rows.append(row)
-  columns = {'num_last': 'num_last', 'η_Y/η_Z': lambda r: f'{r["ratio"]:g}',
-             **{f'η_Z={z:g}': f'η_Z={z:g}' for z in lr_zs}}
-  table = results.markdown_table(rows, columns, {f'η_Z={z:g}': '.3f' for z in lr_zs})
-  falling = sum(r['falling'] for r in rows)
-  return table + f'\nEntropy falls monotonically with η_Z in {falling} of {len(rows)} rows.\n'
-
-
-def write_fig6_study(tables: Mapping[int, Sequence[dict]], out_dir: str) -> str:
-  """Writes out_dir/fig6_table.md (`fig6_markdown`) and out_dir/fig6.png (entropy against η_Z, a
-  panel per num_last, a line per η_Y/η_Z, SEM bars); returns the table's text."""
-  lr_zs, ratios, cells = _fig6_grid(tables)
-  text = fig6_markdown(tables)
-  results.write_markdown(os.path.join(out_dir, 'fig6_table.md'), text)
-  panels = {f'num_last={num_last}': {
-      f'η_Y/η_Z={ratio:g}': (lr_zs, [cells[(num_last, z, ratio)][ENTROPY] for z in lr_zs],
-                             [cells[(num_last, z, ratio)][f'{ENTROPY}/sem'] for z in lr_zs])
-      for ratio in ratios} for num_last in tables}
-  theory.plot_entropy_vs_lr(panels, os.path.join(out_dir, 'fig6.png'))
-  return text
-
-
-# Theorem 4 (launch/scan_snap_thm4.py): the measured B_n(t) of one run against the prediction.
-
-def thm4_config(*, num_seeds: int = 1, lr_z: Sequence[float] = (0.5, 1.0, 2.0),
-                lr_y_ratio: Sequence[float] = (1.0, 5.0, 10.0),
-                steps: int = 300) -> ml_collections.ConfigDict:
-  """The `thm4` variant with the given seeds, η_Z and η_Y/η_Z lists (numbers or their strings) and
-  iterations."""
-  config = get_config('thm4')
-  config.num_seeds = num_seeds
-  config.sweep.lr_z = tuple(map(float, lr_z))
-  config.sweep.lr_y_ratio = tuple(map(float, lr_y_ratio))
-  config.train.update(steps=steps, checkpoint_every=steps, steps_per_dispatch=steps)
-  return config
-
-
-def b_curves_of_members(result: task_lib.TrainResult,
-                        config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
-  """`theory.b_curves` of every member as a history: {'step': (E,), curve name: (E, S)}."""
-  dist = token_distribution(config)
-  steps = result.history['step']
-  per_member = [theory.b_curves(dist, steps, result.history['eval/query_logits'][:, i],
-                                lr_z=m['lr_z'], lr_y=m['lr_z'] * m['lr_y_ratio'],
-                                xi_TxK=result.history['eval/xi'][:, i])
-                for i, m in enumerate(result.members)]
-  return {'step': steps, **{name: np.stack([c[name] for c in per_member], axis=1)
-                            for name in per_member[0]}}
-
-
-def thm4_markdown(result: task_lib.TrainResult, config: ml_collections.ConfigDict,
-                  curves: Mapping[str, np.ndarray]) -> str:
-  """Measured and predicted B_n per (η_Z, η_Y/η_Z), seeds averaged, at t0, a third of the run and
-  its end; then Theorem 1's coefficients and Sec. 6's premises on the first member."""
-  dist = token_distribution(config)
-  steps, members = curves['step'], result.members
-  c0 = theory.c0_of_distribution(dist)
-  names = ('distinct', 'definition', 'common', 'predicted', 'predicted_as_printed')
-  means = {name: results.curves_over_seeds(curves, members, name, by=('lr_z', 'lr_y_ratio'))
-           for name in names}
-  rows = []
-  for lr_z, ratio in means['distinct']:
-    lr_y = lr_z * ratio
-    t0p, t0 = theory.transition_times(dist.num_tokens, dist.num_next, lr_y)
-    for t in sorted({int(np.ceil(t0)), steps[len(steps) // 3], steps[-1]}):
-      e = int(np.searchsorted(steps, t))
-      if e < len(steps):
-        rows.append({'lr_z': lr_z, 'lr_y': lr_y, 't0': (t0p, t0), 'step': steps[e],
-                     **{name: float(means[name][(lr_z, ratio)]['mean'][e]) for name in names}})
-  four = '.4f'
-  table = results.markdown_table(rows, {
-      'η_Z': lambda r: f'{r["lr_z"]:g}', 'η_Y': lambda r: f'{r["lr_y"]:g}',
-      't0\', t0': lambda r: f'{r["t0"][0]:.1f}, {r["t0"][1]:.1f}', 't': 'step',
-      'measured (distinct)': 'distinct', 'measured (ξ)': 'definition',
-      'measured (common)': 'common', 'predicted': 'predicted',
-      'distinct / predicted': lambda r: f'{r["distinct"] / r["predicted"]:.2f}',
-      'as printed': lambda r: f'{r["predicted_as_printed"]:.3f}'},
-      {'measured (distinct)': four, 'measured (ξ)': four, 'measured (common)': four,
-       'predicted': four})
-  return (f'M = {dist.num_tokens}, K = {dist.num_next}, C0 = {c0:.3f}; B_n at step t '
-          '(measured: from the distinct tokens, from ξ_n of the gradient decomposition, from the '
-          'common token ÷ K; predicted: Eq. 129 with η_Z/K, and as printed with η_Z)\n\n'
-          + table + '\n' + _theorem1_markdown(result, dist, c0))
-
-
-def _theorem1_markdown(result: task_lib.TrainResult, dist: data_lib.TokenDistribution,
-                       c0: float) -> str:
-  """Theorem 1's γι_n and ξ_n fitted on the first member against γ(t) and Sec. 6's premise."""
-  h, member = result.history, result.members[0]
-  steps = h['step']
-  rows = []
-  for t in (1, 10, 30, 100, steps[-1]):
-    e = int(np.searchsorted(steps, t))
-    if e < len(steps):
-      gamma = float(theory.speed_control(steps[e], dist.num_tokens, dist.num_next,
-                                         member['lr_z'] * member['lr_y_ratio']))
-      rows.append({'step': steps[e], 'gamma_iota': h['eval/gamma_iota'][e, 0].mean(),
-                   'gamma': gamma, 'xi': h['eval/xi'][e, 0].mean(),
-                   'premise': gamma * np.exp(4 * h['eval/query_logits'][e, 0, 0, 0]) / c0,
-                   'residual': h['eval/decomposition_residual'][e, 0].max()})
-  columns = {'t': 'step', 'γι_n measured': 'gamma_iota', 'γ(t) Theorem 1': 'gamma',
-             'ξ_n measured': 'xi', 'ξ premise C0⁻¹γe^{4z}': 'premise',
-             'max residual of Eq. 9 fit': 'residual'}
-  formats = {k: '.4g' for k in list(columns)[1:]} | {'max residual of Eq. 9 fit': '.3f'}
-  return (f'Theorem 1 / Sec. 6 premises, member {member} (means over n):\n\n'
-          + results.markdown_table(rows, columns, formats))
-
-
-def write_thm4_study(result: task_lib.TrainResult, config: ml_collections.ConfigDict,
-                     out_dir: str) -> str:
-  """Writes out_dir/thm4_curves.npz (every member's B_n curves), thm4_table.md (`thm4_markdown`)
-  and thm4.png (the first seed of each setting); returns the table's text."""
-  curves = b_curves_of_members(result, config)
-  names = [name for name in curves if name != 'step']
-  np.savez(os.path.join(out_dir, 'thm4_curves.npz'), steps=curves['step'],
-           **{f'{name}_{i}': curves[name][:, i]
-              for i in range(len(result.members)) for name in names})
-  text = thm4_markdown(result, config, curves)
-  results.write_markdown(os.path.join(out_dir, 'thm4_table.md'), text)
-  first_of_setting = {}
-  for i, m in enumerate(result.members):
-    first_of_setting.setdefault((m['lr_z'], m['lr_y_ratio']),
-                                {name: curves[name][:, i] for name in names})
-  theory.plot_b_curves(curves['step'], first_of_setting, token_distribution(config),
-                       os.path.join(out_dir, 'thm4.png'))
-  return text

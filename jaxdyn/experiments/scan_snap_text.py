@@ -215,6 +215,11 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> d
   return summary
 
 
-EXPERIMENT = experiment.Experiment(name='scan_snap_text', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=report)
+EXPERIMENT = experiment.Experiment(
+    name='scan_snap_text', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/transformer.py',), data=('jaxdyn/data/text.py',),
+        analysis=('jaxdyn/analysis/attention_entropy.py',),
+        docs='docs/experiments/scan_snap_text.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
