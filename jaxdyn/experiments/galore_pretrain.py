@@ -347,9 +347,9 @@ EXPERIMENT = experiment.Experiment(
         analysis=('jaxdyn/analysis/galore_pretrain.py',),
         optim=('jaxdyn/optim/galore/transform.py', 'jaxdyn/optim/galore/projectors.py',
                'jaxdyn/optim/galore/trees.py', 'jaxdyn/optim/lora.py',
-               'jaxdyn/optim/methods.py', 'jaxdyn/optim/conditional.py'),
+               'jaxdyn/optim/methods.py'),
         studies=('jaxdyn/studies/galore_table2.py',),
-        launch=('launch/galore_table2.py', 'launch/memory_report.py'),
+        launch=('launch/galore_table2.py',),
         benchmarks=('benchmarks/galore.py', 'benchmarks/galore_parity.py'),
         docs='docs/experiments/galore_pretrain.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()

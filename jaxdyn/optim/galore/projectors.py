@@ -10,10 +10,11 @@ Sign convention: a singular vector is defined up to sign, and which sign comes o
 matrix decomposed. `exact_svd` decomposes the tall orientation (Gᵀ for a wide G, because jaxlib's
 CPU SVD is many times faster on it), so on a wide G its vectors may have the opposite sign of those
 of `jnp.linalg.svd(G)` (what `optax.contrib.scale_by_galore` computes); on a tall or square G the
-two are the same call. Within one projector period the sign does not matter (P Pᵀ, Q Qᵀ and an
-elementwise inner transform on R = Pᵀ G are unchanged by flipping a column of P together with the
-matching row of R); across a refresh it matters when the inner moments are kept, which is why the
-transform flips each new vector to agree with the old one by default (`sign_aligned`).
+two are the same call. Within one projector period the sign does not matter: flipping a column of
+P flips the matching row of R = Pᵀ G, an odd elementwise inner transform (Adam's m / √v) flips
+that row of its output, and P maps it back unchanged. Across a refresh it matters when the inner
+moments are kept (they meet a flipped basis), which is why the transform flips each new vector to
+agree with the old one by default (`sign_aligned`, `align_signs=True`).
 """
 
 from __future__ import annotations
