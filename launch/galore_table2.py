@@ -8,7 +8,7 @@ setting with the lowest final validation perplexity averaged over seeds. GaLore'
 `--update_proj_gap` (0: 2% of the run, the paper's 200 of 10k). Prints and writes
 `<workdir>/table2.md`: method, lr (and α) chosen, validation perplexity, optimizer-state MiB, wall
 time, beside the paper's 60M column, and `<workdir>/table2.png`, the chosen settings' validation
-curves (both made by `jaxdyn.experiments.galore_pretrain.table2_*`). Each run's row is kept in
+curves (both made by `jaxdyn.studies.galore_table2`). Each run's row is kept in
 `<workdir>/<method><--tag>/row.json`, so methods may run as separate processes (`--methods=galore`)
 and GaLore variants side by side (`--tag=_T50 --update_proj_gap=50`), with the table rebuilt from
 every row present.
@@ -20,20 +20,17 @@ ln ppl / ln ppl_full − 1 and the tokens per parameter (`W/yardstick.md`), and 
 training budget along the runs' evaluations (`W/yardstick.png`, or `--yardstick_figure`).
 """
 
-import os
-import time
-
 from absl import app, flags
 
 from jaxdyn.core import metrics
-from jaxdyn.core import results
-from jaxdyn.experiments import galore_pretrain as lib
+from jaxdyn.experiments import galore_pretrain
+from jaxdyn.studies import galore_table2 as study
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'One subdirectory per method is written here.')
 _VARIANT = flags.DEFINE_string('variant', 'cpu', 'Config variant of galore_pretrain.')
 _STEPS = flags.DEFINE_integer('steps', 0,
                               'Training steps (0: the variant\'s); T and restarts scale.')
-_METHODS = flags.DEFINE_list('methods', list(lib.METHODS), 'Methods to run.')
+_METHODS = flags.DEFINE_list('methods', list(galore_pretrain.METHODS), 'Methods to run.')
 _LRS = flags.DEFINE_list('lrs', ['1e-3', '3e-3', '1e-2'], 'Learning rates tried for each baseline.')
 _GALORE_LRS = flags.DEFINE_list('galore_lrs', ['1e-2'], 'Learning rates tried for GaLore.')
 _GALORE_SCALES = flags.DEFINE_list('galore_scales', ['0.25'], 'GaLore scales α tried (x lrs).')
@@ -59,30 +56,13 @@ flags.mark_flag_as_required('workdir')
 
 
 def method_config(method: str):
-  config = lib.get_config(_VARIANT.value)
-  if _STEPS.value:
-    lib.scale_schedule_to(config, _STEPS.value)
-  if _EVAL_EVERY.value:
-    every = _EVAL_EVERY.value
-    config.train.update(eval_every=every,
-                        steps_per_dispatch=every * max(1, config.train.steps // 6 // every))
-  if _SEQ_LEN.value:
-    config.data.seq_len = _SEQ_LEN.value
-  if _D_MODEL.value:
-    config.model.d_model = _D_MODEL.value
-  if _LAYERS.value:
-    config.model.num_layers = _LAYERS.value
-  config.method = method
-  config.num_seeds = _SEEDS.value
-  if method == 'galore':
-    config.sweep.lr = tuple(float(lr) for lr in _GALORE_LRS.value)
-    config.sweep.galore_scale = tuple(float(s) for s in _GALORE_SCALES.value)
-    config.galore.moments = _MOMENTS.value
-    if _GAP.value:
-      config.galore.update_proj_gap = _GAP.value
-  else:
-    config.sweep.lr = tuple(float(lr) for lr in _LRS.value)
-  return config
+  return study.method_config(
+      method, _VARIANT.value, lrs=[float(lr) for lr in _LRS.value],
+      galore_lrs=[float(lr) for lr in _GALORE_LRS.value],
+      galore_scales=[float(s) for s in _GALORE_SCALES.value], moments=_MOMENTS.value,
+      update_proj_gap=_GAP.value, steps=_STEPS.value, eval_every=_EVAL_EVERY.value,
+      seq_len=_SEQ_LEN.value, d_model=_D_MODEL.value, num_layers=_LAYERS.value,
+      num_seeds=_SEEDS.value)
 
 
 def main(argv):
@@ -90,26 +70,18 @@ def main(argv):
   metrics.show_progress_logs()
   if _YARDSTICK.value:
     runs = dict(item.split('=', 1) for item in _YARDSTICK.value)
-    report = lib.yardstick_markdown(list(runs.values()))
-    results.write_markdown(os.path.join(_WORKDIR.value, 'yardstick.md'), report)
+    report, path = study.write_yardstick(_WORKDIR.value, runs, _YARDSTICK_FIGURE.value)
     print(report)
-    path = _YARDSTICK_FIGURE.value or os.path.join(_WORKDIR.value, 'yardstick.png')
-    print('figure:', lib.write_yardstick_figure(runs, path))
+    print('figure:', path)
     return
   for method in _METHODS.value:
     config = method_config(method)
-    start = time.perf_counter()
-    result = lib.train_and_evaluate(config, os.path.join(_WORKDIR.value, method + _TAG.value))
-    row = lib.table2_row(result, config, tag=_TAG.value, wall_s=time.perf_counter() - start)
-    row['shape'] = lib.run_shape(config)
-    results.write_json(os.path.join(result.workdir, 'row.json'), row, indent=None)
-    print(f'{method}: final perplexity by member {row["perplexities"]} ({result.members})',
+    row = study.run_method(config, _WORKDIR.value, _TAG.value)
+    print(f'{method}: final perplexity by member {row["perplexities"]} ({row["members"]})',
           flush=True)
-  rows = lib.read_table2_rows(_WORKDIR.value)   # this process's runs and any run before
-  report = lib.table2_markdown(rows, config)
-  results.write_markdown(os.path.join(_WORKDIR.value, 'table2.md'), report)
+  report, path = study.write_table2(_WORKDIR.value, config)   # every run's row in the workdir
   print(report)
-  print('figure:', lib.write_table2_figure(rows, config, _WORKDIR.value))
+  print('figure:', path)
 
 
 if __name__ == '__main__':

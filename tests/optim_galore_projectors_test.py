@@ -1,11 +1,11 @@
-"""Tests of jaxdyn.optim.galore_projectors: the top-r singular subspaces GaLore projects onto."""
+"""Tests of jaxdyn.optim.galore.projectors: the top-r singular subspaces GaLore projects onto."""
 
 from absl.testing import absltest, parameterized
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.optim import galore_projectors
+from jaxdyn.optim.galore import projectors as galore_projectors
 
 RNG = np.random.default_rng(0)
 

@@ -1,4 +1,4 @@
-"""Tests of jaxdyn.optim.galore_trees: the LLaMA mask, state bytes and state shardings.
+"""Tests of jaxdyn.optim.galore.trees: the LLaMA mask, state bytes and state shardings.
 
 The sharding test runs this file in a subprocess with an 8-device CPU mesh (the flag
 `EIGHT_DEVICES`), so that the rest of the suite keeps 1 device.
@@ -15,7 +15,7 @@ import numpy as np
 import optax
 
 from jaxdyn.optim import galore as galore_lib
-from jaxdyn.optim import galore_trees
+from jaxdyn.optim.galore import trees as galore_trees
 
 EIGHT_DEVICES = '--eight_devices'
 

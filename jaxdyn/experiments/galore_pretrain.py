@@ -13,16 +13,14 @@ the KJV bytes, validation perplexity on a fixed held-out tail, with one of five 
 
 All share the schedule of the paper (10% linear warmup, cosine to 10%) and the same steps and
 tokens. A list in `sweep.lr` tunes a method's lr as one vmapped program (and `sweep.galore_scale`
-GaLore's α, crossed with the lrs). `table2_*` below turn one run per method into Table 2
-(launch/galore_table2.py).
+GaLore's α, crossed with the lrs). The methods are `jaxdyn.optim.methods`' table; one run per
+method becomes Table 2 in `jaxdyn.studies.galore_table2` (launch/galore_table2.py), and the figures
+are drawn by `jaxdyn.analysis.galore_pretrain`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
-import json
-import os
 
 import jax
 import jax.numpy as jnp
@@ -30,19 +28,17 @@ import ml_collections
 import numpy as np
 import optax
 
+from jaxdyn.analysis import galore_pretrain as analysis
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import text
 from jaxdyn.models import transformer
 from jaxdyn.optim import galore as galore_lib
 from jaxdyn.optim import lora
+from jaxdyn.optim import methods
 
-METHODS = ('full_adamw', 'galore', 'lora', 'relora', 'low_rank')
-PAPER_TABLE2_60M_PERPLEXITY = {'full_adamw': 34.06, 'galore': 34.88, 'lora': 34.99,
-                               'relora': 37.04, 'low_rank': 78.18}
+METHODS = methods.NAMES   # full_adamw, galore, lora, relora, low_rank
 
 # The published LLaMA shapes of Table 2 (configs/llama_*.json of the reference) and GaLore's rank.
 PAPER_SHAPES = {
@@ -179,9 +175,10 @@ def check_values(config: ml_collections.ConfigDict) -> None:
   config_lib.require_choice(config, 'galore.moments', galore_lib.MOMENT_POLICIES)
   config_lib.require_choice(config, 'model.dtype', DTYPES)
   config_lib.require_choice(config, 'model.matmul_precision', MATMUL_PRECISIONS)
-  config_lib.require(not config.model.scan_layers or config.method in ('full_adamw', 'galore'),
+  scannable = [name for name, m in methods.METHODS.items() if m.dense]
+  config_lib.require(not config.model.scan_layers or config.method in scannable,
                      'model.scan_layers', config.model.scan_layers,
-                     f'is for full_adamw and galore only (method {config.method!r} factorises '
+                     f'is for {" and ".join(scannable)} only (method {config.method!r} factorises '
                      'each 2-D kernel)')
   config_lib.require(config.data.batch_size % config.train.microbatches == 0, 'train.microbatches',
                      config.train.microbatches,
@@ -240,22 +237,13 @@ def init_method_params(config: ml_collections.ConfigDict, key) -> dict:
   model = transformer.Decoder(decoder_config(config))
   key_model, key_adapters = jax.random.split(key)
   dense = model.init(key_model, jnp.zeros((1, config.data.seq_len), jnp.int32))['params']
-  mask = galore_lib.llama_galore_mask(dense)
-  rank = low_rank(config, 'lora')
-  if config.method in ('lora', 'relora'):
-    return {'base': dense, 'adapters': lora.lora_init(key_adapters, dense, mask, rank)}
-  if config.method == 'low_rank':
-    return lora.low_rank_init(key_adapters, dense, mask, rank)
-  return dense
+  return methods.trained_params(methods.get(config.method), key_adapters, dense,
+                                galore_lib.llama_galore_mask(dense), low_rank(config, 'lora'))
 
 
 def dense_params(config: ml_collections.ConfigDict, params: dict) -> dict:
   """The Decoder's params of a member's trained params (LoRA's base frozen by stop_gradient)."""
-  if config.method in ('lora', 'relora'):
-    return lora.lora_apply(params['base'], params['adapters'], lora_scale(config))
-  if config.method == 'low_rank':
-    return lora.low_rank_apply(params)
-  return params
+  return methods.dense_params(methods.get(config.method), params, lora_scale(config))
 
 
 def lora_scale(config: ml_collections.ConfigDict) -> float:
@@ -265,7 +253,7 @@ def lora_scale(config: ml_collections.ConfigDict) -> float:
 def lr_schedule(config: ml_collections.ConfigDict, peak):
   """10% warmup, cosine to 10% (jagged with ReLoRA's restarts)."""
   steps = config.train.steps
-  restarts = config.method == 'relora'
+  restarts = methods.get(config.method).restarts
   return lora.jagged_cosine_schedule(
       peak, steps, int(config.opt.warmup_fraction * steps), config.opt.min_lr_ratio,
       restart_every=config.lora.reset_every if restarts else 0,
@@ -275,27 +263,20 @@ def lr_schedule(config: ml_collections.ConfigDict, peak):
 def make_optimizer(config: ml_collections.ConfigDict, params_shape,
                    hp) -> optax.GradientTransformation:
   """The method's optimizer; `params_shape` (abstract params) gives the masks."""
-  o = config.opt
+  o, g = config.opt, config.galore
   schedule = lr_schedule(config, hp['lr'])
-  adamw = optax.adamw(schedule, o.b1, o.b2, o.eps, weight_decay=o.wd)
-  if config.method == 'galore':
-    g = config.galore
-    tx = galore_lib.galore(schedule, low_rank(config, 'galore'), g.update_proj_gap,
-                           hp.get('galore_scale', g.scale), o.b1, o.b2, o.eps, o.wd,
-                           projector=g.projector, moments=g.moments,
-                           mask=galore_lib.llama_galore_mask(params_shape),
-                           batch_dims=(_scanned_layer_batch_dims if config.model.scan_layers
-                                       else 0))
-  elif config.method in ('lora', 'relora'):
-    frozen = galore_lib.llama_galore_mask(params_shape['base'])
-    labels = {'base': jax.tree.map(lambda f: 'frozen' if f else 'trained', frozen),
-              'adapters': jax.tree.map(lambda _: 'trained', params_shape['adapters'])}
-    tx = optax.multi_transform({'trained': adamw, 'frozen': optax.set_to_zero()}, labels)
-    if config.method == 'relora':
-      tx = lora.relora(tx, config.lora.reset_every, lora_scale(config),
-                       jax.random.fold_in(jax.random.key(hp['seed']), 2), config.lora.prune_ratio)
-  else:
-    tx = adamw
+  tx = methods.optimizer(
+      methods.get(config.method), params_shape,
+      optax.adamw(schedule, o.b1, o.b2, o.eps, weight_decay=o.wd),
+      frozen_mask=galore_lib.llama_galore_mask,
+      galore=lambda: galore_lib.galore(
+          schedule, low_rank(config, 'galore'), g.update_proj_gap,
+          hp.get('galore_scale', g.scale), o.b1, o.b2, o.eps, o.wd, projector=g.projector,
+          moments=g.moments, mask=galore_lib.llama_galore_mask(params_shape),
+          batch_dims=_scanned_layer_batch_dims if config.model.scan_layers else 0),
+      relora=lambda tx: lora.relora(
+          tx, config.lora.reset_every, lora_scale(config),
+          jax.random.fold_in(jax.random.key(hp['seed']), 2), config.lora.prune_ratio))
   return optax.chain(optax.clip_by_global_norm(o.clip), tx) if o.clip else tx
 
 
@@ -355,285 +336,20 @@ def optimizer_state_bytes(config: ml_collections.ConfigDict) -> galore_lib.State
 
 def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> None:
   """figures/curves.png: validation perplexity of every member against step."""
-  m = config.model
-  title = (f'{config.method}: KJV bytes, d={m.d_model}, {m.num_layers} layers, '
-           f'{config.train.steps} steps')
-  figures.plot_curves(result.history, result.members,
-                      panels={'validation perplexity': ('eval/perplexity',)},
-                      path=os.path.join(result.workdir, 'figures', 'curves.png'), title=title,
-                      log_y=('validation perplexity',))
+  analysis.write_curves_figure(result.history, result.members, config, result.workdir)
 
 
-EXPERIMENT = experiment.Experiment(name='galore_pretrain', schema=default_config, variants=VARIANTS,
-                                   check=check_values, build_task=build_task, report=report)
+EXPERIMENT = experiment.Experiment(
+    name='galore_pretrain', schema=default_config, variants=VARIANTS, check=check_values,
+    build_task=build_task, report=report,
+    parts=experiment.Parts(
+        models=('jaxdyn/models/transformer.py',), data=('jaxdyn/data/text.py',),
+        analysis=('jaxdyn/analysis/galore_pretrain.py',),
+        optim=('jaxdyn/optim/galore/transform.py', 'jaxdyn/optim/galore/projectors.py',
+               'jaxdyn/optim/galore/trees.py', 'jaxdyn/optim/lora.py',
+               'jaxdyn/optim/methods.py'),
+        studies=('jaxdyn/studies/galore_table2.py',),
+        launch=('launch/galore_table2.py',),
+        benchmarks=('benchmarks/galore.py', 'benchmarks/galore_parity.py'),
+        docs='docs/experiments/galore_pretrain.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
-
-
-# Table 2 across runs (launch/galore_table2.py): one run per method, its best setting a row.
-
-def table2_row(result: task_lib.TrainResult, config: ml_collections.ConfigDict, *, tag: str,
-               wall_s: float) -> dict:
-  """A method's row of Table 2: the setting (lr, and α for GaLore) with the lowest final validation
-  perplexity averaged over seeds, its per-seed values, the optimizer-state MiB and the wall time."""
-  finals = results.final_rows(result.history, result.members, ['eval/perplexity'])
-  chosen = results.best(results.over_seeds(finals, 'eval/perplexity'), 'eval/perplexity')
-  note = (f'(T {config.galore.update_proj_gap}, {config.galore.moments})'
-          if config.method == 'galore' else '')
-  return dict(method=config.method, tag=tag, note=note, lr=chosen['lr'],
-              scale=chosen.get('galore_scale'), perplexity=chosen['eval/perplexity'],
-              perplexity_by_seed=chosen['eval/perplexity/values'],
-              num_seeds=chosen['eval/perplexity/n'],
-              mib=optimizer_state_bytes(config).total / 2 ** 20, wall_s=wall_s,
-              members=result.members, perplexities=[r['eval/perplexity'] for r in finals])
-
-
-def read_table2_rows(workdir: str) -> list[dict]:
-  """Every `<workdir>/<run>/row.json`, in METHODS order, then by tag."""
-  rows = []
-  for path in glob.glob(os.path.join(workdir, '*', 'row.json')):
-    with open(path, encoding='utf-8') as f:
-      rows.append(json.load(f))
-  return sorted(rows, key=lambda r: (METHODS.index(r['method']), r.get('tag', '')))
-
-
-def table2_markdown(rows: list[dict], config: ml_collections.ConfigDict) -> str:
-  """The shape of the runs, then one line per row beside the paper's 60M column (Table 2)."""
-  m, d, t = config.model, config.data, config.train
-  full = [r['perplexity'] for r in rows if r['method'] == 'full_adamw']
-
-  def perplexity(r):
-    seeds = r.get('perplexity_by_seed', [r['perplexity']])
-    if len(seeds) < 2:
-      return f'{r["perplexity"]:.3f}'
-    return f'{r["perplexity"]:.3f} ({", ".join(f"{p:.3f}" for p in seeds)})'
-
-  def chosen(r):
-    return f'{r["lr"]:g}' + (f', α {r["scale"]:g}' if r.get('scale') is not None else '')
-
-  columns = {
-      'run': lambda r: f'{r["method"]}{r.get("tag", "")} {r.get("note", "")}',
-      'lr chosen': chosen,
-      'val. perplexity (bytes; mean (per seed))': perplexity,
-      'vs full rank': lambda r: f'{100 * (r["perplexity"] / min(full) - 1):+.1f}%' if full else '–',
-      'loss gap': lambda r: (f'{100 * relative_loss_gap(r["perplexity"], min(full)):+.2f}%'
-                             if full else '–'),
-      'optimizer state (MiB)': lambda r: f'{r["mib"]:.3f}',
-      'wall (s)': lambda r: f'{r["wall_s"]:.0f}',
-      'paper 60M perplexity (C4)': lambda r: f'{PAPER_TABLE2_60M_PERPLEXITY[r["method"]]}',
-  }
-  return (f'Byte-level KJV, LLaMA decoder d_model {m.d_model}, {m.num_layers} layers, '
-          f'{m.num_heads} heads, seq {d.seq_len}, batch {d.batch_size}, {t.steps} steps; rank '
-          f'{low_rank(config, "galore")}, ReLoRA restart every {config.lora.reset_every} steps.'
-          '\n\n' + results.markdown_table(rows, columns))
-
-
-def seed_mean_curve(history: dict[str, np.ndarray], members: list[dict],
-                    setting: dict) -> tuple[np.ndarray, np.ndarray]:
-  """(steps, validation perplexity averaged over seeds) of the members run with `setting`.
-
-  A member matches when each key of `setting` (e.g. lr, galore_scale) has the given value. Steps
-  where not every matching member was evaluated are dropped, so the mean is always over the same
-  seeds.
-  """
-  curve = None
-  if 'eval/perplexity' in history:
-    curves = results.curves_over_seeds(history, members, 'eval/perplexity', by=list(setting))
-    curve = curves.get(tuple(setting.values()))
-  if curve is None:
-    raise ValueError(f'no eval/perplexity records for the members with {setting}')
-  evaluated = np.isfinite(curve['mean'])
-  return curve['step'][evaluated], curve['mean'][evaluated]
-
-
-def write_table2_figure(rows: list[dict], config: ml_collections.ConfigDict, workdir: str) -> str:
-  """`<workdir>/table2.png`: validation perplexity (seed mean) against step for each method's
-  best row, and its excess over full-rank AdamW's best row (%), from the first evaluation after
-  step 0."""
-  curves, labels = {}, {}
-  for method in dict.fromkeys(r['method'] for r in rows):
-    best = results.best([r for r in rows if r['method'] == method], 'perplexity')
-    setting = {'lr': best['lr']}
-    if best.get('scale') is not None:
-      setting['galore_scale'] = best['scale']
-    name = method + best.get('tag', '')
-    steps, values = seed_mean_curve(*results.load_history(os.path.join(workdir, name)), setting)
-    labels[method] = f'{name} ({", ".join(f"{k} {v:g}" for k, v in setting.items())})'
-    curves[method] = (steps[steps > 0], values[steps > 0])
-  panels = {'validation perplexity (bytes)': {labels[k]: c for k, c in curves.items()}}
-  if 'full_adamw' in curves:
-    full_steps, full_values = curves['full_adamw']
-    excess = {}
-    for method, (steps, values) in curves.items():
-      common, i, j = np.intersect1d(steps, full_steps, return_indices=True)
-      excess[labels[method]] = (common, 100 * (values[i] / full_values[j] - 1))
-    panels['excess over full-rank AdamW (%)'] = excess
-  m = config.model
-  return figures.plot_lines(
-      panels, path=os.path.join(workdir, 'table2.png'), log_y=('validation perplexity (bytes)',),
-      title=f'KJV bytes, LLaMA decoder d_model {m.d_model}, {m.num_layers} layers, '
-      f'{config.train.steps} steps; each method\'s best setting, mean over seeds')
-
-
-# The papers' yardstick (issue 15): relative loss gap at a matched budget of tokens per parameter.
-
-def num_params(config: ml_collections.ConfigDict) -> int:
-  """Parameters of the dense decoder (embeddings and head included, as the paper's "60M" counts)."""
-  dense = config.copy_and_resolve_references()
-  dense.method = 'full_adamw'
-  shape = jax.eval_shape(lambda: init_method_params(dense, jax.random.key(0)))
-  return int(sum(np.prod(x.shape) for x in jax.tree.leaves(shape)))
-
-
-def run_shape(config: ml_collections.ConfigDict) -> dict:
-  """What a run's budget is measured in: steps, tokens (bytes) per step, parameters and the tokens
-  per parameter seen by the end (the paper's 60M: 1.1 B tokens / 58 M parameters, about 19)."""
-  n = num_params(config)
-  per_step = config.data.batch_size * config.data.seq_len   # predicted tokens per step
-  return dict(d_model=config.model.d_model, num_layers=config.model.num_layers, num_params=n,
-              steps=config.train.steps, tokens_per_step=per_step,
-              tokens_per_parameter=config.train.steps * per_step / n)
-
-
-# Table 2 of the paper in full (slide "Pre-training Results (LLaMA 7B)", shared/seeds/000 and 002):
-# validation perplexity on C4 (T5 tokens) and the training tokens of each column.
-PAPER_TABLE2_PERPLEXITY = {
-    '60m': {'full_adamw': 34.06, 'galore': 34.88, 'low_rank': 78.18, 'lora': 34.99, 'relora': 37.04},
-    '130m': {'full_adamw': 25.08, 'galore': 25.36, 'low_rank': 45.51, 'lora': 33.92,
-             'relora': 29.37},
-    '350m': {'full_adamw': 18.80, 'galore': 18.95, 'low_rank': 37.41, 'lora': 25.58,
-             'relora': 29.08},
-    '1b': {'full_adamw': 15.56, 'galore': 15.64, 'low_rank': 142.53, 'lora': 19.21, 'relora': 18.33},
-}
-PAPER_TRAINING_TOKENS = {'60m': 1.1e9, '130m': 2.2e9, '350m': 6.4e9, '1b': 13.1e9}
-PAPER_NOMINAL_PARAMS = {'60m': 60e6, '130m': 130e6, '350m': 350e6, '1b': 1e9}
-
-
-def relative_loss_gap(perplexity, full_perplexity):
-  """ln(ppl) / ln(ppl_full) − 1: how much higher the validation loss (nats per token) is than full
-  rank's, as a fraction. The paper's 60M GaLore: ln 34.88 / ln 34.06 − 1 = 0.0067 (0.67%), where
-  the perplexity ratio says 2.4%. Elementwise on arrays; both perplexities must exceed 1."""
-  ppl = np.asarray(perplexity, np.float64)
-  full = np.asarray(full_perplexity, np.float64)
-  if np.any(ppl <= 1) or np.any(full <= 1):
-    raise ValueError(f'perplexities must exceed 1 (a positive loss), got {ppl} and {full}')
-  return np.log(ppl) / np.log(full) - 1
-
-
-def paper_loss_gaps(method: str = 'galore') -> dict[str, tuple[float, float]]:
-  """Per column of the paper's Table 2: (training tokens per nominal parameter, relative loss gap
-  of `method` to full rank)."""
-  return {size: (PAPER_TRAINING_TOKENS[size] / PAPER_NOMINAL_PARAMS[size],
-                 float(relative_loss_gap(ppl[method], ppl['full_adamw'])))
-          for size, ppl in PAPER_TABLE2_PERPLEXITY.items()}
-
-
-def best_rows(rows: list[dict]) -> dict[str, dict]:
-  """Each method's best row (lowest seed-mean perplexity over its tags), in METHODS order."""
-  out = {}
-  for method in dict.fromkeys(r['method'] for r in rows):
-    out[method] = results.best([r for r in rows if r['method'] == method], 'perplexity')
-  return out
-
-
-def _setting(row: dict) -> dict:
-  setting = {'lr': row['lr']}
-  if row.get('scale') is not None:
-    setting['galore_scale'] = row['scale']
-  return setting
-
-
-def loss_gap_curves(workdir: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-  """Per method of the Table 2 runs in `workdir` (each at its best row, which must carry the run's
-  `shape`): (tokens per parameter, seed-mean validation loss, relative loss gap to full rank's best
-  row) at every evaluation after step 0 both share. The loss is ln of the seed-mean perplexity, as
-  in the tables."""
-  best = best_rows(read_table2_rows(workdir))
-  if 'full_adamw' not in best:
-    raise ValueError(f'no full_adamw row in {workdir}: the gap needs full rank')
-  curves = {}
-  for method, row in best.items():
-    if 'shape' not in row:
-      raise ValueError(f'the {method} row in {workdir} has no shape (run before --eval_every?)')
-    steps, ppl = seed_mean_curve(*results.load_history(
-        os.path.join(workdir, method + row.get('tag', ''))), _setting(row))
-    curves[method] = steps[steps > 0], ppl[steps > 0], row['shape']
-  full_steps, full_ppl, _ = curves['full_adamw']
-  out = {}
-  for method, (steps, ppl, shape) in curves.items():
-    common, i, j = np.intersect1d(steps, full_steps, return_indices=True)
-    tokens = common * shape['tokens_per_step'] / shape['num_params']
-    out[method] = (tokens, np.log(ppl[i]), relative_loss_gap(ppl[i], full_ppl[j]))
-  return out
-
-
-def yardstick_markdown(workdirs: list[str]) -> str:
-  """One line per method and run directory: width, parameters, tokens per parameter, setting,
-  seeds, validation perplexity (per seed), relative loss gap and perplexity excess to full rank's
-  best row of the same directory, beside the paper's 60M gap."""
-  lines = []
-  for workdir in workdirs:
-    best = best_rows(read_table2_rows(workdir))
-    full = best.get('full_adamw')
-    for method, r in best.items():
-      shape = r.get('shape', {})
-      seeds = r.get('perplexity_by_seed', [r['perplexity']])
-      gap = (f'{100 * relative_loss_gap(r["perplexity"], full["perplexity"]):+.2f}%'
-             if full else '–')
-      excess = f'{100 * (r["perplexity"] / full["perplexity"] - 1):+.1f}%' if full else '–'
-      paper = PAPER_TABLE2_PERPLEXITY['60m']
-      paper_gap = 100 * relative_loss_gap(paper[method], paper['full_adamw'])
-      lines.append(dict(
-          run=os.path.basename(os.path.normpath(workdir)), method=method + r.get('tag', ''),
-          d_model=shape.get('d_model', '?'),
-          params=f'{shape["num_params"] / 1e6:.2f} M' if shape else '?',
-          tokens_per_param=f'{shape["tokens_per_parameter"]:.1f}' if shape else '?',
-          setting=', '.join(f'{k} {v:g}' for k, v in _setting(r).items()),
-          seeds=len(seeds),
-          ppl=f'{r["perplexity"]:.3f}' + (f' ({", ".join(f"{p:.3f}" for p in seeds)})'
-                                          if len(seeds) > 1 else ''),
-          gap=gap, excess=excess, paper=f'{paper_gap:+.2f}%'))
-  columns = {'run': 'run', 'method': 'method', 'd_model': 'd_model', 'params': 'params',
-             'bytes / param': 'tokens_per_param', 'setting': 'setting', 'seeds': 'seeds',
-             'val. perplexity (bytes; mean (per seed))': 'ppl', 'relative loss gap': 'gap',
-             'perplexity excess': 'excess', 'paper 60M loss gap': 'paper'}
-  return results.markdown_table(lines, columns)
-
-
-def write_yardstick_figure(workdirs: dict[str, str], path: str) -> str:
-  """Two panels against tokens (bytes) per parameter: each method's relative loss gap to full rank
-  (%) for every run directory (`{label: workdir}`), with the 1% goal and the paper's Table 2 GaLore
-  gaps; and the seed-mean validation loss of full rank and GaLore."""
-  plt = figures.plt
-  fig, (ax_gap, ax_loss) = plt.subplots(1, 2, figsize=(12.5, 4.2), layout='constrained')
-  styles = ['-', '--', ':', '-.']
-  colors = dict(zip(METHODS, plt.cm.tab10(np.arange(len(METHODS)))))
-  top, off_scale = 15.0, []   # gaps above `top` % (low-rank's tens of %) would flatten the rest
-  for k, (label, workdir) in enumerate(workdirs.items()):
-    for method, (tokens, loss, gap) in loss_gap_curves(workdir).items():
-      style = dict(color=colors[method], ls=styles[k % len(styles)], marker='o', ms=3, lw=1.4)
-      if method != 'full_adamw':
-        ax_gap.plot(tokens, 100 * gap, label=f'{label} {method}', **style)
-        if np.max(100 * gap) > top:
-          off_scale.append(f'{label} {method} up to {np.max(100 * gap):.0f}%')
-      if method in ('full_adamw', 'galore'):
-        ax_loss.plot(tokens, loss, label=f'{label} {method}', **style)
-  paper = paper_loss_gaps('galore')
-  ax_gap.plot([t for t, _ in paper.values()], [100 * g for _, g in paper.values()], 'k*', ms=9,
-              ls='none', label='paper GaLore (60M–1B, C4 tokens)')
-  ax_gap.axhline(1.0, color='k', lw=0.8, ls='--', label='goal: 1%')
-  ax_gap.axhline(0.0, color='0.6', lw=0.6)
-  if off_scale:
-    ax_gap.set_ylim(top=top)
-    ax_gap.text(0.98, 0.97, 'off the scale: ' + ', '.join(off_scale), transform=ax_gap.transAxes,
-                ha='right', va='top', fontsize=7)
-  ax_gap.set(xlabel='training bytes (tokens) per parameter',
-             ylabel='relative loss gap to full rank (%)\nln ppl / ln ppl_full − 1')
-  ax_loss.set(xlabel='training bytes (tokens) per parameter',
-              ylabel='validation loss (nats per byte), seed mean')
-  for ax in (ax_gap, ax_loss):
-    ax.grid(alpha=0.3, which='both')
-  ax_gap.legend(fontsize=7, loc='upper left', bbox_to_anchor=(1.01, 1.0))
-  ax_loss.legend(fontsize=7)
-  fig.suptitle('GaLore on the papers\' yardstick: relative loss gap against training budget '
-               '(KJV bytes, LLaMA decoder, 2 layers)', fontsize=10)
-  return figures.save(fig, path)

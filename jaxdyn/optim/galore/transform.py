@@ -15,27 +15,33 @@ rule picks the same matrices as the reference does on the transposed weight;
 this only changes the tie-break of square matrices under `std`/`reverse_std`
 and the meaning of `left`/`right`.
 
-This module is the transform (`scale_by_galore`, `galore`, `GaLoreState`); the projector maths is
-in `galore_projectors`, masks, state shardings and byte counts in `galore_trees`, and their public
-names are re-exported here, so `from jaxdyn.optim import galore as galore_lib` reaches all of them.
+The options come in two typed specs, as optax.contrib's `GaLoreDimensionNumbers` groups its own:
+`GaLoreProjection` (r, T, the side rule and layout, the projector source, signs and moments on a
+refresh) and `GaLoreLeaves` (which leaves are projected, their batch axes). `scale_by_galore_spec`
+takes them; `scale_by_galore` is the flat optax-style form of the same (their fields as keywords),
+and `galore` chains it with Adam, decoupled weight decay and the learning rate.
+
+optax.contrib.scale_by_galore is the special case `side='reverse_std', layout='torch',
+align_signs=False, moments='keep'` (it reduces the rows of an m x n matrix when m >= n and keeps
+the moments), up to the sign of refreshed singular vectors of wide matrices (`projectors`' sign
+convention) and matrices with min(m, n) <= r, which it rotates and we update at full rank.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, Callable, NamedTuple, Optional, Union
 
 import jax
 import jax.numpy as jnp
 import optax
 
-from jaxdyn.optim import galore_projectors
-from jaxdyn.optim import galore_trees
 from jaxdyn.optim.conditional import at_most_once
-from jaxdyn.optim.galore_projectors import (  # noqa: F401
-    PROJECTOR_SOURCES, exact_svd, gram_eigh, randomized_svd)
-from jaxdyn.optim.galore_trees import (  # noqa: F401
-    StateBytes, llama_galore_mask, optimizer_state_bytes, state_shardings_like_params)
+from jaxdyn.optim.galore import projectors as galore_projectors
+from jaxdyn.optim.galore import trees as galore_trees
+from jaxdyn.optim.galore.projectors import PROJECTOR_SOURCES
+from jaxdyn.optim.galore.trees import GaLoreState
 
 PyTree = Any
 Path = tuple
@@ -52,19 +58,66 @@ STATIC_ARGS = ('rank', 'update_proj_gap', 'oversample', 'power_iters', 'batch_di
 SECOND_MOMENT_FIELDS = ('nu', 'nu_max')
 
 
-class GaLoreState(NamedTuple):
-  """State of `scale_by_galore`.
+class GaLoreProjection(NamedTuple):
+  """Which rank-r subspace each selected matrix is projected on, and how it is renewed (Alg. 1).
 
-  `left[k]` is P (batch + (m, r)) and `right[k]` is Q (batch + (n, r)) for a
-  projected leaf k, None where that side is not used; `svd_failures[k]` counts
-  the matrix slices whose refresh was non-finite and kept the old projector.
+  rank: r, an int or a callable (path, leaf) -> int.
+  update_proj_gap: T; projectors are refreshed at steps 0, T, 2T, ...
+  side: 'std', 'reverse_std', 'left', 'right' or 'full' (see module doc).
+  layout: 'flax' for (in, out) kernels, 'torch' for (out, in) weights.
+  projector: 'svd' (exact), 'gram_eigh' (exact, from eigh of the smaller Gram
+    matrix: faster on CPU), 'randomized_svd' or 'random' (GoLore).
+  oversample: extra sketch columns of the randomized SVD.
+  power_iters: power iterations of the randomized SVD.
+  align_signs: flip new singular vectors to agree with the old ones, so that
+    kept moments stay meaningful across refreshes (see `projectors` on signs).
+  moments: on a refresh, 'keep' the inner moments (reference), 'reset' them
+    to zero, or 'reproject' them into the new subspace (M <- P_new^T P_old M;
+    second moments `nu` with the elementwise-squared change of basis).
+  seed: seeds the randomized and random projectors.
   """
-  count: jax.Array
-  key: jax.Array
-  left: PyTree
-  right: PyTree
-  svd_failures: PyTree
-  inner_state: optax.OptState
+  rank: Union[int, Callable[[Path, jax.Array], int]]
+  update_proj_gap: int = 200
+  side: str = 'std'
+  layout: str = 'flax'
+  projector: str = 'svd'
+  oversample: int = 8
+  power_iters: int = 2
+  align_signs: bool = True
+  moments: str = 'keep'
+  seed: int = 0
+
+  def check(self) -> None:
+    """Raises ValueError on a non-positive rank or T or an unknown side, layout, policy, source."""
+    if not callable(self.rank) and self.rank <= 0:
+      raise ValueError(f'GaLore: rank must be positive, got {self.rank}.')
+    if self.update_proj_gap <= 0:
+      raise ValueError(
+          f'GaLore: update_proj_gap (T) must be positive, got {self.update_proj_gap}.')
+    for name, allowed in (('side', SIDE_RULES), ('layout', LAYOUTS),
+                          ('moments', MOMENT_POLICIES), ('projector', PROJECTOR_SOURCES)):
+      value = getattr(self, name)
+      if value not in allowed:
+        raise ValueError(f'GaLore: unknown {name} {value!r}; expected one of {allowed}.')
+
+
+class GaLoreLeaves(NamedTuple):
+  """Which leaves GaLore projects and how each is a stack of matrices.
+
+  mask: pytree of bools (or a callable params -> such a pytree), True for
+    leaves to project.
+  selector: callable (path, leaf) -> bool, alternative to `mask`. With
+    neither, every leaf that is a matrix after its batch axes is selected.
+  batch_dims: number of leading batch axes (stacked layers), an int or a
+    callable (path, leaf) -> int; each slice gets its own projector.
+  """
+  mask: Optional[PyTree] = None
+  selector: Optional[LeafPredicate] = None
+  batch_dims: Union[int, Callable[[Path, jax.Array], int]] = 0
+
+  def check(self) -> None:
+    if self.mask is not None and self.selector is not None:
+      raise ValueError('GaLore: pass either mask or selector, not both.')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,8 +159,10 @@ def _reduced_axes(side: str, layout: str, m: int, n: int) -> str:
   return 'rows' if reduce_out == out_axis_is_rows else 'cols'
 
 
-def _leaf_plans(params, rank, side, layout, mask, selector, batch_dims) -> PyTree:
+def _leaf_plans(params, projection: GaLoreProjection, leaves: GaLoreLeaves) -> PyTree:
   """Per-leaf `_LeafPlan`s; raises ValueError naming the leaf path on bad input."""
+  rank, side, layout = projection.rank, projection.side, projection.layout
+  mask, selector, batch_dims = leaves
   if callable(mask):
     mask = mask(params)
   if mask is not None:
@@ -178,14 +233,15 @@ def _unsharded(x):
   return x
 
 
-def _refresh_leaf(g, p_old, q_old, plan, key, source, oversample, power_iters, align):
+def _refresh_leaf(g, p_old, q_old, plan, key, projection: GaLoreProjection):
   """New projectors for one leaf; non-finite slices keep their old projector."""
   g, p_old, q_old = jax.tree.map(_unsharded, (g, p_old, q_old))
   batch_shape = g.shape[:plan.batch_dims]
   g_slices = g.reshape((-1,) + g.shape[-2:]).astype(jnp.float32)
   keys = jax.random.split(key, g_slices.shape[0])
   u, v = jax.vmap(lambda x, k: galore_projectors.top_singular_vectors(
-      x, plan.rank, source, oversample, power_iters, k))(g_slices, keys)
+      x, plan.rank, projection.projector, projection.oversample, projection.power_iters, k))(
+          g_slices, keys)
   u = u.reshape(batch_shape + u.shape[-2:])
   v = v.reshape(batch_shape + v.shape[-2:])
   new, old = [], []
@@ -195,7 +251,7 @@ def _refresh_leaf(g, p_old, q_old, plan, key, source, oversample, power_iters, a
   if plan.uses_right:
     new.append(v.astype(q_old.dtype))
     old.append(q_old)
-  if align:
+  if projection.align_signs:
     new = [galore_projectors.sign_aligned(a, b) for a, b in zip(new, old)]
   finite = jnp.ones(batch_shape, bool)
   for a in new:
@@ -256,71 +312,33 @@ def _inner_params(low_rank, plans, params):
                       low_rank, plans, params)
 
 
-def scale_by_galore(
-    rank: Union[int, Callable[[Path, jax.Array], int]],
-    update_proj_gap: int = 200,
+def scale_by_galore_spec(
+    projection: GaLoreProjection,
+    leaves: GaLoreLeaves = GaLoreLeaves(),
     scale: float = 1.0,
     inner: Optional[optax.GradientTransformation] = None,
-    *,
-    side: str = 'std',
-    layout: str = 'flax',
-    moments: str = 'keep',
-    projector: str = 'svd',
-    oversample: int = 8,
-    power_iters: int = 2,
-    align_signs: bool = True,
-    mask: Optional[PyTree] = None,
-    selector: Optional[LeafPredicate] = None,
-    batch_dims: Union[int, Callable[[Path, jax.Array], int]] = 0,
-    seed: int = 0,
 ) -> optax.GradientTransformation:
-  """GaLore gradient projection around a params-free `inner` transform (Alg. 1).
+  """GaLore gradient projection around a params-free `inner` transform (Alg. 1), from its specs.
 
   Args:
-    rank: r, an int or a callable (path, leaf) -> int.
-    update_proj_gap: T; projectors are refreshed at steps 0, T, 2T, ...
+    projection: r, T, the side, the projector source and what a refresh does.
+    leaves: which leaves are projected, and their batch axes.
     scale: alpha, multiplies the back-projected update of selected leaves.
     inner: transform run on the low-rank gradients and on the unselected
       leaves; defaults to `optax.scale_by_adam()`. It may read the shapes of
       its params (Adafactor's factoring does): for a projected leaf it gets a
       `jax.ShapeDtypeStruct` of the low-rank shape, for the others the leaf.
       Value-reading parts (weight decay, parameter scale) go outside GaLore.
-    side: 'std', 'reverse_std', 'left', 'right' or 'full' (see module doc).
-    layout: 'flax' for (in, out) kernels, 'torch' for (out, in) weights.
-    moments: on a refresh, 'keep' the inner moments (reference), 'reset' them
-      to zero, or 'reproject' them into the new subspace (M <- P_new^T P_old M;
-      second moments `nu` with the elementwise-squared change of basis).
-    projector: 'svd' (exact), 'gram_eigh' (exact, from eigh of the smaller Gram
-      matrix: faster on CPU), 'randomized_svd' or 'random' (GoLore).
-    oversample: extra sketch columns of the randomized SVD.
-    power_iters: power iterations of the randomized SVD.
-    align_signs: flip new singular vectors to agree with the old ones, so that
-      kept moments stay meaningful across refreshes.
-    mask: pytree of bools (or a callable params -> such a pytree), True for
-      leaves to project.
-    selector: callable (path, leaf) -> bool, alternative to `mask`. With
-      neither, every leaf that is a matrix after its batch axes is selected.
-    batch_dims: number of leading batch axes (stacked layers), an int or a
-      callable (path, leaf) -> int; each slice gets its own projector.
-    seed: seeds the randomized and random projectors.
 
   Selected leaves with min(m, n) <= rank are updated at full rank (times scale).
   """
-  if not callable(rank) and rank <= 0:
-    raise ValueError(f'GaLore: rank must be positive, got {rank}.')
-  if update_proj_gap <= 0:
-    raise ValueError(f'GaLore: update_proj_gap (T) must be positive, got {update_proj_gap}.')
-  for name, value, allowed in (('side', side, SIDE_RULES), ('layout', layout, LAYOUTS),
-                               ('moments', moments, MOMENT_POLICIES),
-                               ('projector', projector, PROJECTOR_SOURCES)):
-    if value not in allowed:
-      raise ValueError(f'GaLore: unknown {name} {value!r}; expected one of {allowed}.')
-  if mask is not None and selector is not None:
-    raise ValueError('GaLore: pass either mask or selector, not both.')
+  projection.check()
+  leaves.check()
+  update_proj_gap, moments = projection.update_proj_gap, projection.moments
   inner = optax.scale_by_adam() if inner is None else inner
 
   def plans_for(tree):
-    return _leaf_plans(tree, rank, side, layout, mask, selector, batch_dims)
+    return _leaf_plans(tree, projection, leaves)
 
   def low_rank_zeros(tree, plans):
     return jax.tree.map(
@@ -339,7 +357,7 @@ def scale_by_galore(
     plans = plans_for(params)
     return GaLoreState(
         count=jnp.zeros([], jnp.int32),
-        key=jax.random.key_data(jax.random.key(seed)),
+        key=jax.random.key_data(jax.random.key(projection.seed)),
         left=projector_zeros(params, plans, left=True),
         right=projector_zeros(params, plans, left=False),
         svd_failures=jax.tree.map(
@@ -365,8 +383,7 @@ def scale_by_galore(
         new_left.append(p), new_right.append(q), new_fail.append(fails)
         continue
       p_new, q_new, failed = _refresh_leaf(
-          g, p, q, plan, jax.random.fold_in(step_key, i), projector, oversample,
-          power_iters, align_signs)
+          g, p, q, plan, jax.random.fold_in(step_key, i), projection)
       new_left.append(p_new), new_right.append(q_new), new_fail.append(fails + failed)
     if moments == 'keep':
       return unflatten(new_left), unflatten(new_right), unflatten(new_fail)
@@ -434,15 +451,11 @@ def scale_by_galore(
   return optax.GradientTransformation(init_fn, update_fn)
 
 
-def galore(
-    learning_rate: optax.ScalarOrSchedule,
+def scale_by_galore(
     rank: Union[int, Callable[[Path, jax.Array], int]],
     update_proj_gap: int = 200,
     scale: float = 1.0,
-    b1: float = 0.9,
-    b2: float = 0.999,
-    eps: float = 1e-6,
-    weight_decay: float = 0.0,
+    inner: Optional[optax.GradientTransformation] = None,
     *,
     side: str = 'std',
     layout: str = 'flax',
@@ -456,17 +469,52 @@ def galore(
     batch_dims: Union[int, Callable[[Path, jax.Array], int]] = 0,
     seed: int = 0,
 ) -> optax.GradientTransformation:
+  """`scale_by_galore_spec` with the specs' fields as arguments (the optax-style form).
+
+  rank, update_proj_gap, side, layout, moments, projector, oversample, power_iters, align_signs
+  and seed are `GaLoreProjection`'s; mask, selector and batch_dims `GaLoreLeaves`'; scale and
+  inner `scale_by_galore_spec`'s.
+  """
+  projection = GaLoreProjection(
+      rank, update_proj_gap, side=side, layout=layout, projector=projector,
+      oversample=oversample, power_iters=power_iters, align_signs=align_signs, moments=moments,
+      seed=seed)
+  return scale_by_galore_spec(projection, GaLoreLeaves(mask, selector, batch_dims), scale, inner)
+
+
+def _shows_options_of(forward_to: Callable):
+  """Gives the decorated `fn(..., **options)` the signature with `forward_to`'s keyword-only
+  arguments in place of `**options`, so that `inspect.signature` (and with it
+  `optax.inject_hyperparams(..., static_args=STATIC_ARGS)`) sees every argument."""
+  def decorate(fn):
+    own = [p for p in inspect.signature(fn).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    options = [p for p in inspect.signature(forward_to).parameters.values()
+               if p.kind is p.KEYWORD_ONLY]
+    fn.__signature__ = inspect.signature(fn).replace(parameters=own + options)
+    return fn
+  return decorate
+
+
+@_shows_options_of(scale_by_galore)
+def galore(
+    learning_rate: optax.ScalarOrSchedule,
+    rank: Union[int, Callable[[Path, jax.Array], int]],
+    update_proj_gap: int = 200,
+    scale: float = 1.0,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-6,
+    weight_decay: float = 0.0,
+    **options,
+) -> optax.GradientTransformation:
   """GaLore-AdamW: `scale_by_galore` around Adam, decoupled weight decay, lr.
 
   As in the reference, weight decay lr * wd * p applies to every parameter,
-  projected or not. The other arguments are those of `scale_by_galore`.
+  projected or not. `options` are `scale_by_galore`'s keyword arguments (side, layout, moments,
+  projector, oversample, power_iters, align_signs, mask, selector, batch_dims, seed).
   """
   return optax.chain(
-      scale_by_galore(
-          rank, update_proj_gap, scale, optax.scale_by_adam(b1, b2, eps), side=side,
-          layout=layout, moments=moments, projector=projector, oversample=oversample,
-          power_iters=power_iters, align_signs=align_signs, mask=mask, selector=selector,
-          batch_dims=batch_dims, seed=seed),
+      scale_by_galore(rank, update_proj_gap, scale, optax.scale_by_adam(b1, b2, eps), **options),
       optax.add_decayed_weights(weight_decay),
       optax.scale_by_learning_rate(learning_rate),
   )

@@ -1,5 +1,7 @@
-"""GaLore over a model's trees: which leaves to project, where its state lives, what it weighs.
+"""GaLore over a model's trees: its state, which leaves to project, where the state lives, what it
+weighs.
 
+* `GaLoreState`: what `scale_by_galore` keeps (projectors, failure counts, the inner state);
 * `llama_galore_mask(params)`: the paper's LLaMA recipe (attention and MLP kernels only, §5.1);
 * `state_shardings_like_params(state, params, param_shardings)`: NamedShardings of an optimizer
   state (GaLore's projectors and low-rank moments included) that follow the params' mesh axes;
@@ -13,8 +15,24 @@ from typing import Any, NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 PyTree = Any
+
+
+class GaLoreState(NamedTuple):
+  """State of `scale_by_galore`.
+
+  `left[k]` is P (batch + (m, r)) and `right[k]` is Q (batch + (n, r)) for a
+  projected leaf k, None where that side is not used; `svd_failures[k]` counts
+  the matrix slices whose refresh was non-finite and kept the old projector.
+  """
+  count: jax.Array
+  key: jax.Array
+  left: PyTree
+  right: PyTree
+  svd_failures: PyTree
+  inner_state: optax.OptState
 
 
 def key_name(key) -> str:
@@ -51,9 +69,6 @@ def state_shardings_like_params(state: PyTree, params: PyTree, param_shardings: 
   unchanged and replicates reduced ones; a projector keeps the spec of the
   dimension it spans; everything else (counts, keys) is replicated.
   """
-  # Imported here, not at the top: `jaxdyn.optim.galore` re-exports this module's names.
-  from jaxdyn.optim.galore import GaLoreState  # pylint: disable=import-outside-toplevel
-
   treedef = jax.tree.structure(params)
   shapes = treedef.flatten_up_to(jax.tree.map(jnp.shape, params))
   flat_shardings = treedef.flatten_up_to(param_shardings)

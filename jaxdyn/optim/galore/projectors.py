@@ -3,7 +3,18 @@
 Every function takes one fp32 matrix g (m x n) and returns (U_r (m x r), V_r (n x r)), orthonormal
 columns: the exact SVD (the paper), eigenvectors of the smaller Gram matrix (the same subspace,
 faster on CPU), a randomized SVD (Halko et al., 2011) or a uniformly random basis (GoLore). The
-transform (`jaxdyn.optim.galore`) vmaps them over stacked slices and aligns signs across refreshes.
+transform (`jaxdyn.optim.galore.transform`) vmaps them over stacked slices and aligns signs across
+refreshes.
+
+Sign convention: a singular vector is defined up to sign, and which sign comes out depends on the
+matrix decomposed. `exact_svd` decomposes the tall orientation (Gᵀ for a wide G, because jaxlib's
+CPU SVD is many times faster on it), so on a wide G its vectors may have the opposite sign of those
+of `jnp.linalg.svd(G)` (what `optax.contrib.scale_by_galore` computes); on a tall or square G the
+two are the same call. Within one projector period the sign does not matter: flipping a column of
+P flips the matching row of R = Pᵀ G, an odd elementwise inner transform (Adam's m / √v) flips
+that row of its output, and P maps it back unchanged. Across a refresh it matters when the inner
+moments are kept (they meet a flipped basis), which is why the transform flips each new vector to
+agree with the old one by default (`sign_aligned`, `align_signs=True`).
 """
 
 from __future__ import annotations

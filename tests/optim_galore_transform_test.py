@@ -1,6 +1,7 @@
-"""Tests of jaxdyn.optim.galore (the transform): the maths of the projection, its state and its
+"""Tests of jaxdyn.optim.galore.transform: the maths of the projection, its state and its
 composition."""
 
+import inspect
 import re
 import tempfile
 
@@ -12,8 +13,9 @@ import optax
 import orbax.checkpoint as ocp
 
 from jaxdyn.optim import galore as galore_lib
-from jaxdyn.optim import galore_projectors
-from jaxdyn.optim import galore_trees
+from jaxdyn.optim.galore import projectors as galore_projectors
+from jaxdyn.optim.galore import transform as galore_transform
+from jaxdyn.optim.galore import trees as galore_trees
 
 import jaxpr_inspect
 
@@ -298,14 +300,97 @@ class BadInputTest(parameterized.TestCase):
       tx.init(params)
 
 
+class SpecsTest(absltest.TestCase):
+  """The spec form, the flat form and `galore`'s forwarded options are one transform."""
+
+  def test_flat_keywords_build_the_specs(self):
+    params = {'w': jnp.zeros((6, 10)), 'v': jnp.zeros((9, 5)), 'b': jnp.zeros((5,))}
+    mask = {'w': True, 'v': False, 'b': False}
+    flat, _ = run(galore_lib.scale_by_galore(
+        2, 3, 0.5, side='reverse_std', moments='reproject', projector='gram_eigh', mask=mask),
+                  params, 5)
+    spec, _ = run(galore_lib.scale_by_galore_spec(
+        galore_lib.GaLoreProjection(2, 3, side='reverse_std', moments='reproject',
+                                    projector='gram_eigh'),
+        galore_lib.GaLoreLeaves(mask=mask), 0.5), params, 5)
+    for a, b in zip(flat, spec):
+      jax.tree.map(np.testing.assert_array_equal, a, b)
+
+  def test_galore_signature_shows_the_forwarded_options(self):
+    names = list(inspect.signature(galore_lib.galore).parameters)
+    self.assertEqual(names[:8], ['learning_rate', 'rank', 'update_proj_gap', 'scale', 'b1', 'b2',
+                                 'eps', 'weight_decay'])
+    self.assertEqual(names[8:], [n for n, p in inspect.signature(
+        galore_lib.scale_by_galore).parameters.items() if p.kind is p.KEYWORD_ONLY])
+    self.assertEqual(set(names[8:]), set(galore_lib.GaLoreProjection._fields[2:]
+                                         + galore_lib.GaLoreLeaves._fields))
+    with self.assertRaisesRegex(TypeError, 'unexpected keyword'):
+      galore_lib.galore(0.1, 2, not_an_option=1)
+
+
+class OptaxContribTest(absltest.TestCase):
+  """`scale_by_galore` against `optax.contrib.scale_by_galore` on the settings both have.
+
+  optax reduces the rows of an m x n matrix when m >= n (our `side='reverse_std'` on the (out, in)
+  layout), keeps the inner moments across a refresh and does not align signs. Within a projector
+  period the sign of a singular vector cancels, so every leaf agrees. Across a refresh a tall
+  matrix still agrees (both decompose G itself), while a wide one agrees only where our refreshed
+  vectors (from the SVD of Gᵀ) have optax's signs: the kept moments meet a flipped basis otherwise.
+  """
+
+  RANK, PERIOD, SCALE = 3, 3, 0.5
+
+  def run_both(self, steps, grads_fn=random_grads):
+    params = {'tall': jnp.zeros((12, 8)), 'square': jnp.zeros((7, 7)),
+              'wide': jnp.zeros((6, 10)), 'b': jnp.zeros((8,))}
+    ours = galore_lib.scale_by_galore(
+        self.RANK, self.PERIOD, self.SCALE, optax.scale_by_adam(), side='reverse_std',
+        layout='torch', align_signs=False, moments='keep')
+    theirs = optax.contrib.scale_by_galore(self.RANK, self.PERIOD, self.SCALE,
+                                           optax.scale_by_adam())
+    return run(ours, params, steps, grads_fn), run(theirs, params, steps, grads_fn)
+
+  def wide_signs(self, ours_state, theirs_state):
+    """Signs of the wide leaf's right projectors' columns, ours against optax's (same subspace)."""
+    self.assertIsNone(ours_state.left['wide'])
+    overlap = np.asarray(ours_state.right['wide'].T @ theirs_state.projector['wide'])
+    np.testing.assert_allclose(np.abs(overlap), np.eye(self.RANK), atol=1e-4)
+    return np.sign(np.diagonal(overlap))
+
+  def test_updates_agree_within_the_first_period_whatever_the_signs(self):
+    (ours, our_states), (theirs, their_states) = self.run_both(self.PERIOD)
+    # The fixture's point: some refreshed vector of the wide leaf has the opposite sign.
+    self.assertIn(-1, self.wide_signs(our_states[0], their_states[0]))
+    for a, b in zip(ours, theirs):
+      jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, atol=1e-4), a, b)
+
+  def test_tall_and_square_agree_across_refreshes_wide_while_signs_match(self):
+    steps = 4 * self.PERIOD
+    grads_fn = lambda p, step: random_grads(p, step + 9000)   # wide signs match at steps 0 and 3
+    (ours, our_states), (theirs, their_states) = self.run_both(steps, grads_fn)
+    for a, b in zip(ours, theirs):
+      for name in ('tall', 'square', 'b'):
+        np.testing.assert_allclose(a[name], b[name], atol=1e-4, err_msg=name)
+    compared = 0   # the wide leaf's kept moments stay in optax's basis while every sign matched
+    for step in range(steps):
+      if np.any(self.wide_signs(our_states[step], their_states[step]) < 0):
+        break
+      np.testing.assert_allclose(ours[step]['wide'], theirs[step]['wide'], atol=1e-4)
+      compared += 1
+    self.assertGreater(compared, self.PERIOD)   # the fixture's point: across a refresh
+
+
 class PublicNamesTest(absltest.TestCase):
 
   def test_projectors_masks_shardings_and_bytes_are_reexported(self):
-    """`jaxdyn.optim.galore` stays the one import for users of the split modules."""
+    """`jaxdyn.optim.galore` stays the one import for users of the package's modules."""
     for module, names in (
         (galore_projectors, ('PROJECTOR_SOURCES', 'exact_svd', 'gram_eigh', 'randomized_svd')),
-        (galore_trees, ('StateBytes', 'llama_galore_mask', 'optimizer_state_bytes',
-                        'state_shardings_like_params'))):
+        (galore_trees, ('GaLoreState', 'StateBytes', 'llama_galore_mask', 'optimizer_state_bytes',
+                        'state_shardings_like_params')),
+        (galore_transform, ('GaLoreLeaves', 'GaLoreProjection', 'LAYOUTS', 'MOMENT_POLICIES',
+                            'SIDE_RULES', 'STATIC_ARGS', 'galore', 'scale_by_galore',
+                            'scale_by_galore_spec'))):
       for name in names:
         self.assertIs(getattr(galore_lib, name), getattr(module, name), name)
 
