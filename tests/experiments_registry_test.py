@@ -137,9 +137,13 @@ class LayersTest(absltest.TestCase):
 
   def test_no_import_circle(self):
     modules = {_jaxdyn_module(p): p for p in _python_files('jaxdyn')}
-    graph = {module: sorted({c for imported, names in _imports(path)
-                             for c in (imported, *(f'{imported}.{n}' for n in names))
-                             if c in modules and c != module})
+    def targets(imported, names):
+      """`from package import module` depends on that module, not on the package's __init__."""
+      submodules = [f'{imported}.{n}' for n in names if f'{imported}.{n}' in modules]
+      return submodules if submodules else [imported]
+
+    graph = {module: sorted({t for imported, names in _imports(path) for t in targets(imported, names)
+                             if t in modules and t != module})
              for module, path in modules.items()}
     done, open_ = set(), []
 
