@@ -92,7 +92,7 @@ def markdown(sections, out_dir, markdown_path):
   lines = ['# Figure gallery', '',
            'The figures every experiment writes to `<workdir>/figures/`, from its `:tiny` config '
            '(a few steps of a small model: they show how the figures read, not results; see '
-           '`docs/modular.md`, `docs/transformers.md` and `docs/galore.md` for those). Made with',
+           "each experiment's page in `docs/experiments/` for those). Made with",
            '', '```', COMMAND, '```', '']
   for name, figs in sections:
     lines += [f'## {name}', '',

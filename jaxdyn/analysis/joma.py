@@ -140,7 +140,8 @@ def pooled_best_match_ncorr(hidden_BxTxH: jax.Array, indicators_BxL: jax.Array) 
 
 # Linear case (φ(x) = x), exp attention: the erf relation between components.
 #
-# Derived here (the statement of JoMA's Theorem 2 could not be retrieved; see docs/transformers.md).
+# Theorem 2 as the talk's slide states it; the v/√2 argument is derived from its dynamics below (see
+# docs/experiments/joma_contextual.md).
 # One hidden node h = Σ_m v_m b_m with exp attention b_m = x_m e^{z_m} and a constant back-propagated
 # gradient g (JoMA's Assumption 1), trained on L = −g h. Gradient flow gives v̇_m = η g x_m e^{z_m},
 # ż_m = v_m v̇_m, so z_m − v_m²/2 is conserved (Theorem 1, exp case, T = 1), and from zero init

@@ -72,7 +72,7 @@ def sample_batch(dist: TokenDistribution, key: jax.Array, batch_size: int):
   next_index_B = jax.random.randint(next_key, (batch_size,), 0, dist.num_next)
   # Inverse-CDF sampling: one uniform per token (Gumbel-max would draw M per token, which dominates
   # the cost of a vmapped Fig. 6 sweep on CPU). The binary search is unrolled (log2 M steps, no
-  # while loop): the same indices, half the sampler's time on CPU (docs/benchmarks.md, issue 14).
+  # while loop): the same indices, half the sampler's time on CPU (docs/benchmarks.md).
   cdf_KxM = jnp.asarray(np.cumsum(dist.context_probs(), axis=1), jnp.float32)
   uniform_BxL1 = jax.random.uniform(context_key, (batch_size, dist.seq_len - 1))
   context_BxL1 = jnp.minimum(

@@ -56,7 +56,7 @@ def default_config() -> ml_collections.ConfigDict:
   seeds, 8 epochs of 4000 questions (2000 steps): stage 0 (CoT) for 500 steps, stages 1 and 2, and
   the last stage (every step replaced) from step 1500. The 1500-step setting before it (d 32, 1-hop
   answers allowed, 2000 questions, optimizer re-created every 125 steps) left every method at
-  chance (docs/reasoning.md)."""
+  chance (docs/experiments/coconut.md)."""
   c = experiment.base_config('coconut', num_seeds=2, steps=2_000, eval_every=250,
                              checkpoint_every=500, keep_checkpoints=1, steps_per_dispatch=250,
                              progress_every_secs=60.0, tensorboard=False)

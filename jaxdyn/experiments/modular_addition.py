@@ -57,7 +57,7 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
 
 def _grokking(c: ml_collections.ConfigDict) -> None:
   """A small train fraction: test accuracy jumps long after train accuracy."""
-  # Measured (docs/modular.md): train accuracy >= 99% by step 10, test >= 95% only at ~1300.
+  # Measured (docs/experiments/modular_addition.md): train accuracy >= 99% by step 10, test >= 95% only at ~1300.
   c.data.train_fraction = 0.4
   c.train.update(steps=6_000, checkpoint_every=2_000)
 

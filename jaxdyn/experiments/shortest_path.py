@@ -83,7 +83,7 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
 def _cpu(c: ml_collections.ConfigDict) -> None:
   """About 15 CPU-minutes (2 seeds, nice'd, shared 2-core box): graphs of 5-8 nodes (at most 16
   edges, 62 tokens), 2 layers d=64, AdamW 1e-3 with 100 warm-up steps and a cosine decay, batch 64,
-  5000 steps. Chosen by measurement (docs/reasoning.md, "Training the decoder")."""
+  5000 steps. Chosen by measurement (docs/experiments/shortest_path.md)."""
   c.data.update(sizes=(5, 6, 7, 8), max_edges=16, num_train=50_000, num_heldout=1_000)
   c.model.update(d_model=64, num_heads=4)
   c.opt.update(lr=1e-3, schedule='warmup_cosine', warmup_steps=100)
