@@ -116,11 +116,12 @@ def decoder_config(hf_config: dict, dtype: Any = jnp.float32) -> transformer.Dec
     theta, partial = _rope_settings(hf_config, 10_000.0)
     heads, d_model = hf_config['num_attention_heads'], hf_config['hidden_size']
     head_dim = d_model // heads
+    field = 'rotary_pct' if partial is None else 'rope_parameters.partial_rotary_factor'
     rotary_pct = hf_config.get('rotary_pct', 1.0) if partial is None else partial
-    rope_dim = int(head_dim * rotary_pct)
+    rope_dim = int(head_dim * rotary_pct)  # as transformers rounds it
     if rope_dim <= 0 or rope_dim % 2:
-      raise _refuse(hf_config, 'rotary_pct', f'gives {rope_dim} rotated dims of {head_dim}; '
-                    'needs an even number > 0')
+      raise ValueError(f'checkpoint config field {field}={rotary_pct!r} is not supported: it '
+                       f'gives {rope_dim} rotated dims of {head_dim}; needs an even number > 0')
     return transformer.DecoderConfig(
         vocab_size=hf_config['vocab_size'], num_layers=hf_config['num_hidden_layers'],
         d_model=d_model, num_heads=heads, mlp=mlp, mlp_dim=hf_config['intermediate_size'],
