@@ -1,7 +1,7 @@
 """Pretrained Hugging Face checkpoints into the shared decoder (`transformer.Decoder`).
 
-  config, params = pretrained.load('path/to/checkpoint')       # or a hub name, e.g.
-  logits = transformer.Decoder(config).apply({'params': params}, tokens_BxT)   # 'EleutherAI/pythia-160m'
+  config, params = pretrained.load('path/to/checkpoint')   # or a hub name: 'EleutherAI/pythia-160m'
+  logits = transformer.Decoder(config).apply({'params': params}, tokens_BxT)
 
 A checkpoint is a directory in the Hugging Face format: `config.json` and the weights as
 `model.safetensors` (or shards listed in `model.safetensors.index.json`). A name that is not a local
@@ -42,10 +42,12 @@ import numpy as np
 from jaxdyn.models import transformer
 
 FAMILIES = ('gpt2', 'gpt_neox', 'llama')
-WEIGHT_PATTERNS = ('config.json', '*.safetensors', 'model.safetensors.index.json')
+# What a hub download fetches (the tokenizer for launch/streaming_eval.py's text files).
+WEIGHT_PATTERNS = ('config.json', '*.safetensors', 'model.safetensors.index.json',
+                   'tokenizer.json')
 # Buffers some checkpoints carry that are not parameters (causal masks, RoPE frequencies).
-_BUFFERS = re.compile(r'(\.attn\.bias|\.attn\.masked_bias|\.attention\.bias|\.attention\.masked_bias'
-                      r'|\.rotary_emb\.inv_freq)$')
+_BUFFERS = re.compile(r'(\.attn\.bias|\.attn\.masked_bias|\.attention\.bias'
+                      r'|\.attention\.masked_bias|\.rotary_emb\.inv_freq)$')
 # Fields of any family that change the computation in ways the decoder does not implement: they
 # must be absent, null or false.
 _UNSUPPORTED_FIELDS = ('rope_scaling', 'sliding_window', 'use_sliding_window', 'alibi',
@@ -55,7 +57,8 @@ _GELU_TANH = ('gelu_new', 'gelu_pytorch_tanh', 'gelu_fast')
 
 
 def _refuse(config: dict, field: str, why: str) -> ValueError:
-  return ValueError(f'checkpoint config field {field}={config.get(field)!r} is not supported: {why}')
+  return ValueError(f'checkpoint config field {field}={config.get(field)!r} is not supported: '
+                    f'{why}')
 
 
 def _require(config: dict, field: str, ok: Callable[[Any], bool], why: str) -> None:
@@ -264,7 +267,8 @@ def _gpt2_params(cfg: transformer.DecoderConfig, w: _Weights) -> dict:
     qkv_w, qkv_b = w.take(p + 'attn.c_attn.weight'), w.take(p + 'attn.c_attn.bias')  # D×3D, 3D
     attn = {role: {'kernel': qkv_w[:, j * d:(j + 1) * d], 'bias': qkv_b[j * d:(j + 1) * d]}
             for j, role in enumerate(('query', 'key', 'value'))}
-    attn['out'] = {'kernel': w.take(p + 'attn.c_proj.weight'), 'bias': w.take(p + 'attn.c_proj.bias')}
+    attn['out'] = {'kernel': w.take(p + 'attn.c_proj.weight'),
+                   'bias': w.take(p + 'attn.c_proj.bias')}
     mlp = {'fc1': {'kernel': w.take(p + 'mlp.c_fc.weight'), 'bias': w.take(p + 'mlp.c_fc.bias')},
            'fc2': {'kernel': w.take(p + 'mlp.c_proj.weight'),
                    'bias': w.take(p + 'mlp.c_proj.bias')}}

@@ -88,7 +88,8 @@ class DecoderConfig:
       raise ValueError(f'DecoderConfig.d_model={self.d_model} is not divisible by '
                        f'num_heads={self.num_heads}; set head_dim explicitly.')
     if self.positions == 'rope' and self.rotary_dim % 2:
-      raise ValueError(f'RoPE needs an even number of rotated dims, got {self.rotary_dim}.')
+      name = 'head_dim' if self.rope_dim is None else 'rope_dim'
+      raise ValueError(f'RoPE needs an even {name}, got {self.rotary_dim}.')
     if self.rope_dim is not None and not 0 < self.rope_dim <= self.dim_per_head:
       raise ValueError(f'DecoderConfig.rope_dim={self.rope_dim} must be in '
                        f'[1, head_dim={self.dim_per_head}].')
@@ -322,7 +323,8 @@ class Attention(nn.Module):
 
 
 class Mlp(nn.Module):
-  """relu/gelu/gelu_exact: fc2(σ(fc1 x)); swiglu: down(silu(gate x) ⊙ up x) (Shazeer, 2020, eq. 6)."""
+  """relu/gelu/gelu_exact: fc2(σ(fc1 x)); swiglu: down(silu(gate x) ⊙ up x) (Shazeer, 2020,
+  eq. 6)."""
   config: DecoderConfig
 
   @nn.compact
