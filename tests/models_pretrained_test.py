@@ -146,6 +146,11 @@ def test_hub_name_unreachable_says_what_to_download(monkeypatch):
     pretrained.load('EleutherAI/pythia-160m')
 
 
+def test_missing_directory_is_not_sent_to_the_hub(tmp_path):
+  with pytest.raises(FileNotFoundError, match='not a checkpoint directory'):
+    pretrained.load(tmp_path / 'missing')
+
+
 def load_fixture_script():
   path = pathlib.Path(__file__).parent / 'fixtures' / 'make_pretrained_fixtures.py'
   spec = importlib.util.spec_from_file_location('make_pretrained_fixtures', path)
@@ -154,12 +159,17 @@ def load_fixture_script():
   return module
 
 
-@pytest.mark.parametrize('family', FAMILIES)
-def test_live_against_transformers(tmp_path, family):
+@pytest.mark.parametrize('family,overrides', [
+    ('gpt2', {}), ('gpt_neox', {}), ('llama', {}),
+    ('gpt2', {'activation_function': 'gelu'}),   # exact GELU
+    ('gpt_neox', {'use_parallel_residual': False}),
+    ('llama', {'tie_word_embeddings': True}),
+])
+def test_live_against_transformers(tmp_path, family, overrides):
   pytest.importorskip('torch')
   pytest.importorskip('transformers')
   script = load_fixture_script()
-  model = script.build(family, seed=1)   # another draw than the fixtures'
+  model = script.build(family, seed=1, **overrides)   # another draw than the fixtures'
   model.save_pretrained(tmp_path, safe_serialization=True)
   tokens = script.tokens(seed=1)
   config, params = pretrained.load(tmp_path)

@@ -203,6 +203,9 @@ def resolve(path_or_hub_name: str | os.PathLike) -> pathlib.Path:
   if path.is_dir():
     return path
   name = str(path_or_hub_name)
+  if path.exists() or name.startswith(('/', '.', '~')) or name.count('/') > 1:
+    raise FileNotFoundError(f'{name!r} is not a checkpoint directory (nor a hub name, '
+                            '[owner/]model)')
   hint = (f'download config.json and the *.safetensors files of https://huggingface.co/{name} '
           'into a directory and pass its path')
   try:
@@ -221,7 +224,8 @@ def resolve(path_or_hub_name: str | os.PathLike) -> pathlib.Path:
 class _Weights:
   """The checkpoint's tensors by name (a family prefix optional), each to be taken once."""
 
-  def __init__(self, weights: dict[str, np.ndarray], prefix: str):
+  def __init__(self, weights: dict[str, np.ndarray], prefix: str, dtype: Any):
+    self._dtype = np.dtype(dtype)
     self._weights = {(k[len(prefix):] if k.startswith(prefix) else k): v
                      for k, v in weights.items() if not _BUFFERS.search(k)}
     self._taken = set()
@@ -233,7 +237,7 @@ class _Weights:
     if name not in self._weights:
       raise ValueError(f'checkpoint has no tensor {name!r}')
     self._taken.add(name)
-    return np.asarray(self._weights[name], np.float32)
+    return np.asarray(self._weights[name], self._dtype)
 
   def check_all_taken(self):
     left = sorted(set(self._weights) - self._taken)
@@ -343,7 +347,7 @@ def load(path_or_hub_name: str | os.PathLike,
   hf_config = json.loads((directory / 'config.json').read_text())
   config = decoder_config(hf_config, dtype)
   prefix, mapping = _MAPPINGS[hf_config['model_type']]
-  weights = _Weights(read_weights(directory), prefix)
+  weights = _Weights(read_weights(directory), prefix, dtype)
   params = mapping(config, weights)
   weights.check_all_taken()
   return config, _to_jax(params, dtype)

@@ -393,7 +393,8 @@ class Decoder(nn.Module):
   Params: `embed/embedding` V×D, `pos_embed/embedding` (learned positions), `layer_i/attn/
   {query,key,value,out}/kernel`, `layer_i/attn/sink` (N,) (sink variant), `layer_i/mlp/...`,
   `layer_i/{attn_norm,mlp_norm}/scale`, `final_norm/scale` (pre-norm only), `head/kernel`
-  D×V (untied only). Sown `intermediates`: `hidden_states` (embedding output, then every block).
+  D×V (untied only; `head/bias` V with `head_bias`, default `use_bias`). Sown `intermediates`:
+  `hidden_states` (embedding output, then every block).
   A `CacheLayout` with the cache places the new tokens and sets their positions and mask.
   With `scan_layers` the blocks' params are one subtree `layers/...` whose leaves carry a leading
   L axis (`stack_layers` / `unstack_layers` convert), and no cache can be passed.
