@@ -42,10 +42,9 @@ def test_read_stream(tmp_path):
 def test_every_cache_equals_dense_when_the_cache_covers_the_stream(neox):
   config, params = neox
   tokens = stream(12)
-  rows = evaluation.cache_rows(config, params, tokens, cache_size=12, sinks=[0, 1, 4])
+  rows = evaluation.cache_rows(config, params, tokens, cache_size=12, sinks=[0, 3])
   assert [(r['cache'], r['setting']) for r in rows] == [
-      ('dense', '11 tokens'), ('window', '0+12'), ('recompute', '12'), ('sink', '1+11'),
-      ('sink', '4+8')]
+      ('dense', '11 tokens'), ('window', '0+12'), ('recompute', '12'), ('sink', '3+9')]
   dense = rows[0]['perplexity']
   for r in rows[1:]:
     np.testing.assert_allclose(r['perplexity'], dense, rtol=1e-5)
@@ -80,8 +79,6 @@ def test_first_tokens_attention_matches_the_weights(neox):
                              rtol=1e-5)
   np.testing.assert_allclose(attention['first_mass'],
                              [w[:, 2:, :3].sum(-1).mean() for w in weights], rtol=1e-5)
-  whole = evaluation.first_tokens_attention(config, params, tokens, 20, 20, 1)['first_mass']
-  np.testing.assert_allclose(whole, 1.0, rtol=1e-5)   # the last query's attention sums to 1
   table = evaluation.markdown([], attention, 3, 'title')
   assert 'attention on first 3' in table and table.count('\n| ') >= 3
 
@@ -90,10 +87,10 @@ def test_launch_prints_the_table(tmp_path):
   np.save(tmp_path / 'ids.npy', stream(24))
   out = subprocess.run(
       [sys.executable, 'launch/streaming_eval.py', f'--model={FIXTURES / "llama"}',
-       f'--text={tmp_path / "ids.npy"}', '--cache=8', '--sinks=0,2', '--caches=window,sink',
+       f'--text={tmp_path / "ids.npy"}', '--cache=8', '--sinks=2', '--caches=sink',
        '--num_windows=1', f'--out={tmp_path / "table.md"}'],
       cwd=ROOT, capture_output=True, text=True, check=True,
       env={**os.environ, 'JAX_PLATFORMS': 'cpu',
            'PYTHONPATH': os.pathsep.join([str(ROOT), os.environ.get('PYTHONPATH', '')])})
-  assert '| window | 0+8 |' in out.stdout and '| sink | 2+6 |' in out.stdout
+  assert '| sink | 2+6 |' in out.stdout and 'attention on first 2' in out.stdout
   assert (tmp_path / 'table.md').read_text().strip() == out.stdout.strip()
