@@ -231,6 +231,10 @@ class DecoderTest(parameterized.TestCase):
       dict(overrides=dict(positions='alibi'), message='positions'),
       dict(overrides=dict(d_model=18, num_heads=4), message='divisible'),
       dict(overrides=dict(head_dim=5, positions='rope'), message='even head_dim'),
+      dict(overrides=dict(rope_dim=3, positions='rope'), message='even rope_dim'),
+      dict(overrides=dict(rope_dim=64, positions='rope'), message='rope_dim=64'),
+      dict(overrides=dict(parallel_residual=True, norm_placement='post'),
+           message='parallel_residual'),
   )
   def test_bad_configs_raise(self, overrides, message):
     with self.assertRaisesRegex(ValueError, message):

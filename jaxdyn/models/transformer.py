@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import optax
 
 ATTENTION_KINDS = ('softmax', 'linear', 'exponential', 'sink', 'softmax_plus_one')
-MLP_KINDS = ('relu', 'gelu', 'swiglu', 'none')
+MLP_KINDS = ('relu', 'gelu', 'gelu_exact', 'swiglu', 'none')
 NORM_KINDS = ('layernorm', 'rmsnorm', 'none')
 NORM_PLACEMENTS = ('pre', 'post')
 POSITION_KINDS = ('none', 'learned', 'rope')
@@ -47,7 +47,7 @@ class DecoderConfig:
   num_heads: int = 4
   num_kv_heads: int | None = None  # grouped-query attention; None: num_heads (MHA)
   head_dim: int | None = None  # None: d_model // num_heads
-  mlp: str = 'gelu'  # relu | gelu | swiglu | none
+  mlp: str = 'gelu'  # relu | gelu (tanh approximation) | gelu_exact (erf) | swiglu | none
   mlp_dim: int | None = None  # None: 4 * d_model
   norm: str = 'layernorm'  # layernorm | rmsnorm | none
   norm_placement: str = 'pre'  # pre | post
@@ -56,11 +56,14 @@ class DecoderConfig:
   positions: str = 'learned'  # none | learned | rope
   max_len: int = 256  # learned position table size and default cache length
   rope_base: float = 10_000.0
+  rope_dim: int | None = None  # RoPE on the first rope_dim dims of each head (NeoX); None: all
   causal: bool = True
   tie_embeddings: bool = False
   attention: str = 'softmax'  # see ATTENTION_KINDS
   qk_scale: float | None = None  # None: 1 / sqrt(head_dim)
   use_bias: bool = False
+  head_bias: bool | None = None  # bias of the untied head; None: use_bias
+  parallel_residual: bool = False  # x + attn(norm₁ x) + mlp(norm₂ x) (GPT-J / GPT-NeoX)
   init_std: float | None = None  # None: Flax defaults; else N(0, init_std²) for kernels and embeddings
   dtype: Any = jnp.float32  # compute dtype
   param_dtype: Any = jnp.float32
@@ -84,8 +87,16 @@ class DecoderConfig:
     if self.head_dim is None and self.d_model % self.num_heads:
       raise ValueError(f'DecoderConfig.d_model={self.d_model} is not divisible by '
                        f'num_heads={self.num_heads}; set head_dim explicitly.')
-    if self.positions == 'rope' and self.dim_per_head % 2:
-      raise ValueError(f'RoPE needs an even head_dim, got {self.dim_per_head}.')
+    if self.positions == 'rope' and self.rotary_dim % 2:
+      name = 'head_dim' if self.rope_dim is None else 'rope_dim'
+      raise ValueError(f'RoPE needs an even {name}, got {self.rotary_dim}.')
+    if self.rope_dim is not None and not 0 < self.rope_dim <= self.dim_per_head:
+      raise ValueError(f'DecoderConfig.rope_dim={self.rope_dim} must be in '
+                       f'[1, head_dim={self.dim_per_head}].')
+    if self.parallel_residual and (self.norm_placement != 'pre' or not self.residual
+                                   or self.mlp == 'none'):
+      raise ValueError('DecoderConfig.parallel_residual=True needs norm_placement=\'pre\', '
+                       'residual=True and an MLP.')
 
   @property
   def kv_heads(self) -> int:
@@ -94,6 +105,10 @@ class DecoderConfig:
   @property
   def dim_per_head(self) -> int:
     return self.d_model // self.num_heads if self.head_dim is None else self.head_dim
+
+  @property
+  def rotary_dim(self) -> int:
+    return self.dim_per_head if self.rope_dim is None else self.rope_dim
 
   @property
   def mlp_width(self) -> int:
@@ -179,6 +194,15 @@ def apply_rope(x_BxTxNxH: jax.Array, positions_T: jax.Array, base: float) -> jax
   return rotated.astype(x_BxTxNxH.dtype)
 
 
+def _rope(config: DecoderConfig, x_BxTxNxH: jax.Array, positions_T: jax.Array) -> jax.Array:
+  """`apply_rope` on every head dim, or on the first `config.rope_dim` only (GPT-NeoX's partial
+  rotary: the other dims pass unrotated)."""
+  if config.rope_dim is None or config.rope_dim == x_BxTxNxH.shape[-1]:
+    return apply_rope(x_BxTxNxH, positions_T, config.rope_base)
+  rotated = apply_rope(x_BxTxNxH[..., :config.rope_dim], positions_T, config.rope_base)
+  return jnp.concatenate([rotated, x_BxTxNxH[..., config.rope_dim:]], axis=-1)
+
+
 def attention_weights(scores_BxNxTxS: jax.Array, mask_TxS: jax.Array, kind: str,
                       sink_logit_N: jax.Array | None = None) -> jax.Array:
   """Attention weights a from scores z for each variant in the module docstring (≥ float32).
@@ -203,10 +227,12 @@ def attention_weights(scores_BxNxTxS: jax.Array, mask_TxS: jax.Array, kind: str,
   raise ValueError(f'Unknown attention kind {kind!r}; expected one of {ATTENTION_KINDS}.')
 
 
-def _dense(config: DecoderConfig, features: int, name: str) -> nn.Dense:
+def _dense(config: DecoderConfig, features: int, name: str,
+           use_bias: bool | None = None) -> nn.Dense:
   kernel_init = (nn.initializers.lecun_normal() if config.init_std is None
                  else nn.initializers.normal(config.init_std))
-  return nn.Dense(features, use_bias=config.use_bias, kernel_init=kernel_init,
+  use_bias = config.use_bias if use_bias is None else use_bias
+  return nn.Dense(features, use_bias=use_bias, kernel_init=kernel_init,
                   dtype=config.dtype, param_dtype=config.param_dtype, name=name)
 
 
@@ -214,6 +240,10 @@ def _norm(config: DecoderConfig, name: str) -> nn.Module:
   norm_cls = nn.LayerNorm if config.norm == 'layernorm' else nn.RMSNorm
   return norm_cls(epsilon=config.norm_eps, dtype=config.dtype, param_dtype=config.param_dtype,
                   name=name)
+
+
+def _head(config: DecoderConfig) -> nn.Dense:
+  return _dense(config, config.vocab_size, 'head', config.head_bias)
 
 
 def _embed(config: DecoderConfig, num_embeddings: int, name: str) -> nn.Embed:
@@ -240,7 +270,7 @@ class Attention(nn.Module):
     k = _dense(cfg, kv_heads * head_dim, 'key')(x_BxTxD).reshape(batch, length, kv_heads, head_dim)
     v = _dense(cfg, kv_heads * head_dim, 'value')(x_BxTxD).reshape(
         batch, length, kv_heads, head_dim)
-    rope = functools.partial(apply_rope, base=cfg.rope_base)
+    rope = functools.partial(_rope, cfg)
     use_rope = cfg.positions == 'rope'
     if use_rope:
       q = rope(q, positions_T)
@@ -293,7 +323,8 @@ class Attention(nn.Module):
 
 
 class Mlp(nn.Module):
-  """relu/gelu: fc2(σ(fc1 x)); swiglu: down(silu(gate x) ⊙ up x) (Shazeer, 2020, eq. 6)."""
+  """relu/gelu/gelu_exact: fc2(σ(fc1 x)); swiglu: down(silu(gate x) ⊙ up x) (Shazeer, 2020,
+  eq. 6)."""
   config: DecoderConfig
 
   @nn.compact
@@ -304,7 +335,8 @@ class Mlp(nn.Module):
           cfg, cfg.mlp_width, 'up')(x_BxTxD)
       out_name = 'down'
     else:
-      activation = nn.relu if cfg.mlp == 'relu' else nn.gelu
+      activation = {'relu': nn.relu, 'gelu': nn.gelu,
+                    'gelu_exact': functools.partial(nn.gelu, approximate=False)}[cfg.mlp]
       hidden = activation(_dense(cfg, cfg.mlp_width, 'fc1')(x_BxTxD))
       out_name = 'fc2'
     self.sow('intermediates', 'hidden', hidden)
@@ -312,7 +344,8 @@ class Mlp(nn.Module):
 
 
 class DecoderBlock(nn.Module):
-  """Attention then MLP, each with optional residual and a pre- or post-norm."""
+  """Attention then MLP, each with optional residual and a pre- or post-norm; with
+  `parallel_residual` both read the block's input (through their own pre-norms) and are summed."""
   config: DecoderConfig
 
   @nn.compact
@@ -335,6 +368,10 @@ class DecoderBlock(nn.Module):
       out, new_kv = Attention(cfg, name='attn')(x, positions_T, cache_kv, cache_length, layout)
       return out
 
+    if cfg.parallel_residual:  # GPT-NeoX's order of the sum: mlp + attention + residual
+      attn_out = attend(_norm(cfg, 'attn_norm')(x_BxTxD))
+      mlp_out = Mlp(cfg, name='mlp')(_norm(cfg, 'mlp_norm')(x_BxTxD))
+      return mlp_out + attn_out + x_BxTxD, new_kv
     x = sublayer(x_BxTxD, attend, 'attn_norm')
     if cfg.mlp != 'none':
       x = sublayer(x, Mlp(cfg, name='mlp'), 'mlp_norm')
@@ -356,7 +393,8 @@ class Decoder(nn.Module):
   Params: `embed/embedding` V×D, `pos_embed/embedding` (learned positions), `layer_i/attn/
   {query,key,value,out}/kernel`, `layer_i/attn/sink` (N,) (sink variant), `layer_i/mlp/...`,
   `layer_i/{attn_norm,mlp_norm}/scale`, `final_norm/scale` (pre-norm only), `head/kernel`
-  D×V (untied only). Sown `intermediates`: `hidden_states` (embedding output, then every block).
+  D×V (untied only; `head/bias` V with `head_bias`, default `use_bias`). Sown `intermediates`:
+  `hidden_states` (embedding output, then every block).
   A `CacheLayout` with the cache places the new tokens and sets their positions and mask.
   With `scan_layers` the blocks' params are one subtree `layers/...` whose leaves carry a leading
   L axis (`stack_layers` / `unstack_layers` convert), and no cache can be passed.
@@ -397,7 +435,7 @@ class Decoder(nn.Module):
       self.sow('intermediates', 'hidden_states', x)
       if cfg.norm != 'none' and cfg.norm_placement == 'pre':
         x = _norm(cfg, 'final_norm')(x)
-      return embed.attend(x) if cfg.tie_embeddings else _dense(cfg, cfg.vocab_size, 'head')(x)
+      return embed.attend(x) if cfg.tie_embeddings else _head(cfg)(x)
 
     block_class = _block_class(cfg)
     new_keys, new_values = [], []
@@ -412,7 +450,7 @@ class Decoder(nn.Module):
 
     if cfg.norm != 'none' and cfg.norm_placement == 'pre':
       x = _norm(cfg, 'final_norm')(x)
-    logits = embed.attend(x) if cfg.tie_embeddings else _dense(cfg, cfg.vocab_size, 'head')(x)
+    logits = embed.attend(x) if cfg.tie_embeddings else _head(cfg)(x)
     if cache is None:
       return logits
     return logits, KVCache(keys=jnp.stack(new_keys), values=jnp.stack(new_values),
