@@ -122,17 +122,17 @@ def start_distributed() -> None:
     jax.distributed.initialize()
 
 
-def start_compilation_cache() -> None:
+def start_compilation_cache() -> str | None:
   """The persistent compilation cache under the workdir (the programs a relaunch of this run needs),
   unless turned off or already set with --jax_compilation_cache_dir."""
   if jax.config.jax_compilation_cache_dir:
     directory = compilation.enable_persistent_cache(jax.config.jax_compilation_cache_dir)
   elif (_CACHE.value or '').lower() == 'none':
-    return
+    return None
   else:
     directory = compilation.enable_persistent_cache(
         _CACHE.value or os.path.join(_WORKDIR.value, 'compile_cache'))
-  logging.info('persistent compilation cache: %s', directory)
+  return directory   # named in the last line: nothing is printed before a refusal
 
 
 def check_workdir(workdir: str) -> None:
@@ -192,8 +192,7 @@ def main(argv):
                  jax.process_count(), jax.local_device_count(), jax.device_count())
     if jax.process_index():
       logging.set_verbosity(logging.WARNING)   # progress lines from process 0 only
-  logging.info('workdir: %s', _WORKDIR.value)
-  start_compilation_cache()
+  cache = start_compilation_cache()
   received = []
 
   def stop(signum, frame):
@@ -219,7 +218,7 @@ def main(argv):
       raise
     _fail(str(e), 1)
   print(f'done in {time.perf_counter() - _T_PROCESS:.1f} s; metrics, figures and checkpoints are in '
-        f'{_WORKDIR.value}')
+        f'{_WORKDIR.value}' + (f'; compiled programs cached in {cache}' if cache else ''))
 
 
 if __name__ == '__main__':
