@@ -231,6 +231,11 @@ def at_least(lo: int, hi: float = MAX_COUNT) -> Domain:
   return dataclasses.replace(between(lo, hi), rule=f'must be >= {lo} and <= {_bound(hi)}')
 
 
+def finite(bound: float = MAX_SCALE) -> Domain:
+  """Any number in [-bound, bound] (a signed scale)."""
+  return dataclasses.replace(between(-bound, bound), rule=f'must be in [-{_bound(bound)}, {_bound(bound)}]')
+
+
 def one_of(*choices: Any) -> Domain:
   """One of `choices` (for a list field: each element)."""
   shown = ', '.join(str(c) for c in sorted(choices, key=str))

@@ -196,9 +196,10 @@ class Experiment:
   def check_config(self, config: ml_collections.ConfigDict) -> None:
     """Refuses unknown fields, wrong types and bad values before anything is compiled."""
     config_lib.check_fields(config, self.schema())
-    config_lib.require_positive(config, 'num_seeds')
-    config_lib.require_train_schedule(config)
-    if self.domains is not None:
+    if self.domains is None:   # the base groups' rules, as `base_domains` declares them
+      config_lib.require_positive(config, 'num_seeds')
+      config_lib.require_train_schedule(config)
+    else:
       config_lib.check_domains(config, self.all_domains(), self.relations)
     self.check(config)
 
