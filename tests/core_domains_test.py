@@ -1,14 +1,16 @@
 """Generated from the schemas: every field of every experiment that declares its domains, given
 boundary and hostile values (zero, negative, huge, wrong type, NaN/inf, empty sequences, unknown
 choices), is either accepted or refused with a ConfigError naming the field (in-process, through
-`check_config`: cheap); a sample through the real launcher is refused in one stderr line, with a
-non-zero exit and nothing created in the new workdir. Experiments whose domains are not declared
+`check_config`: cheap); a few through the real launcher (processes started together) are refused in
+one stderr line, with a non-zero exit and nothing created in the new workdir. Experiments whose domains are not declared
 yet are listed in a visible skip."""
 
 import math
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -115,54 +117,81 @@ class DomainsTest(parameterized.TestCase):
       self.assertGreaterEqual(len(rel.fields), 2, rel.message)
 
 
-def launch(workdir, *flags, config='configs/modular_addition.py:tiny'):
-  return subprocess.run(
-      [sys.executable, os.path.join(ROOT, 'launch', 'train.py'), f'--config={config}',
-       f'--workdir={workdir}', *flags],
-      cwd=ROOT, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
-      capture_output=True, text=True, timeout=240)
+  def test_a_relation_is_refused_naming_every_field(self):
+    module = experiments.get('shortest_path')
+    config = module.get_config('tiny')
+    config.data.sizes = (4,)   # the default data.max_edges exceeds a 4-node graph's 6 edges
+    with self.assertRaisesRegex(config_lib.ConfigError, r"'data\.max_edges' = .*'data\.sizes' = "):
+      module.check_config(config)
+
+
+# The launcher cases: each is a process (a JAX import, seconds), so they are few and started together
+# (`setUpClass`), each test reading its own. (name, flags, --config, the text the line must hold)
+LAUNCHES = (
+    ('nan_lr', ['--config.opt.lr=nan'], 'configs/modular_addition.py:tiny', "'opt.lr'"),
+    ('huge_memory', ['--config.model.hidden=2000000000'], 'configs/modular_addition.py:tiny', 'GiB'),
+    ('unknown_variant', [], 'configs/modular_addition.py:tinyy', 'tinyy'),
+    ('missing_config', [], 'configs/nope.py', 'nope.py'),
+)
+
+
+def _start(args, cwd):
+  return subprocess.Popen(
+      [sys.executable, os.path.join(ROOT, 'launch', 'train.py'), *args], cwd=cwd,
+      env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 class LauncherRefusalTest(parameterized.TestCase):
   """A sample of bad inputs through the real launcher: one stderr line, non-zero exit, nothing
-  created in the new workdir."""
+  created in the new workdir (nor in the current directory, for an empty --workdir)."""
 
-  @parameterized.named_parameters(
-      ('nan_lr', ['--config.opt.lr=nan'], 'opt.lr'),
-      ('huge_memory', ['--config.model.hidden=2000000000'], 'GiB'),
-      ('unknown_variant', [], 'tinyy', 'configs/modular_addition.py:tinyy'),
-      ('missing_config', [], 'nope.py', 'configs/nope.py'),
-      ('edges_beyond_graph', ['--config.data.sizes=(4,)'], "'data.max_edges'",
-       'configs/shortest_path.py:tiny'),
-  )
-  def test_refused_in_one_line_and_nothing_written(self, flags, named, config=None):
-    parent = self.create_tempdir().full_path
-    workdir = os.path.join(parent, 'run')
-    kw = {'config': config} if config else {}
-    proc = launch(workdir, *flags, **kw)
-    self.assertNotEqual(proc.returncode, 0, proc.stderr[-2000:])
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    self.assertLen(lines, 1, proc.stderr[-3000:])
-    self.assertIn(named, lines[0])
-    self.assertEqual(os.listdir(parent), [], 'something was written')
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp()
+    cls.procs = {}
+    for name, flags, config, _ in LAUNCHES:
+      parent = os.path.join(cls.tmp, name)
+      os.makedirs(parent)
+      cls.procs[name] = (parent, _start([f'--config={config}', f'--workdir={parent}/run', *flags],
+                                        ROOT))
+    cwd = os.path.join(cls.tmp, 'empty_workdir')
+    os.makedirs(cwd)
+    config = os.path.join(ROOT, 'configs', 'modular_addition.py') + ':tiny'
+    cls.procs['empty_workdir'] = (cwd, _start([f'--config={config}', '--workdir='], cwd))
+    cls.procs['unwritable'] = (None, _start([f'--config={config}',
+                                             '--workdir=/proc/jaxdyn-not-writable/run'], ROOT))
+
+  @classmethod
+  def tearDownClass(cls):
+    for _, proc in cls.procs.values():
+      if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(cls.tmp, ignore_errors=True)
+    super().tearDownClass()
+
+  def refusal(self, name):
+    """The one stderr line of launch `name` (checked: non-zero exit, nothing written)."""
+    folder, proc = self.procs[name]
+    _, err = proc.communicate(timeout=240)
+    self.assertNotEqual(proc.returncode, 0, err[-2000:])
+    lines = [line for line in err.splitlines() if line.strip()]
+    self.assertLen(lines, 1, err[-3000:])
+    if folder is not None:
+      self.assertEqual(os.listdir(folder), [], 'something was written')
+    return lines[0]
+
+  @parameterized.named_parameters(*[(name, name, named) for name, _, _, named in LAUNCHES])
+  def test_refused_in_one_line_and_nothing_written(self, name, named):
+    self.assertIn(named, self.refusal(name))
 
   def test_empty_workdir_is_refused(self):
-    cwd = self.create_tempdir().full_path
-    proc = subprocess.run(
-        [sys.executable, os.path.join(ROOT, 'launch', 'train.py'),
-         '--config=' + os.path.join(ROOT, 'configs', 'modular_addition.py') + ':tiny', '--workdir='],
-        cwd=cwd, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
-        capture_output=True, text=True, timeout=240)
-    self.assertNotEqual(proc.returncode, 0)
-    self.assertLen(proc.stderr.strip().splitlines(), 1, proc.stderr[-2000:])
-    self.assertIn('--workdir', proc.stderr)
-    self.assertEqual(os.listdir(cwd), [])
+    self.assertIn('--workdir', self.refusal('empty_workdir'))
 
   def test_unwritable_workdir_is_refused(self):
-    proc = launch('/proc/jaxdyn-not-writable/run')
-    self.assertNotEqual(proc.returncode, 0)
-    self.assertLen(proc.stderr.strip().splitlines(), 1, proc.stderr[-2000:])
-    self.assertIn('cannot be written', proc.stderr)
+    self.assertIn('cannot be written', self.refusal('unwritable'))
 
 
 if __name__ == '__main__':
