@@ -19,6 +19,7 @@ Ctrl-C stops at once.
 """
 
 import os
+import re
 import signal
 import sys
 import time
@@ -34,6 +35,7 @@ from jaxdyn.core import checkpoint  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import compilation  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import config as config_lib  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import metrics  # pylint: disable=g-import-not-at-top
+from jaxdyn.core import paths  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import trainer  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import workdir_lock  # pylint: disable=g-import-not-at-top
 
@@ -55,7 +57,8 @@ jax.config.config_with_absl()   # --jax_* flags (--jax_platforms, --jax_num_cpu_
 
 # Errors that are the user's to fix: one line, no traceback (unless --verbose).
 EXPECTED_ERRORS = (config_lib.ConfigError, workdir_lock.WorkdirLockedError,
-                   checkpoint.CheckpointReadError, FloatingPointError)
+                   workdir_lock.WorkdirDamagedError, checkpoint.CheckpointReadError,
+                   FloatingPointError)
 
 
 def _fail(message: str, code: int) -> None:
@@ -63,13 +66,37 @@ def _fail(message: str, code: int) -> None:
   sys.exit(code)
 
 
+def _one_line(text: str) -> str:
+  """The line of a (possibly multi-line, traceback-holding) message that says what went wrong."""
+  lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+  errors = [line for line in lines if re.match(r'^[A-Za-z_.]*(Error|Exception): ', line)]
+  return errors[-1] if errors else (lines[0] if lines else '')
+
+
+def _config_arg(argv) -> str | None:
+  """The value of --config (the file[:variant]), as given."""
+  for i, arg in enumerate(argv):
+    if arg.startswith('--config='):
+      return arg.split('=', 1)[1]
+    if arg == '--config' and i + 1 < len(argv):
+      return argv[i + 1]
+  return None
+
+
 def parse_flags(argv):
   """absl's parsing, with a bad `--config...` flag (an unknown field, a file that does not load)
   reported in one line and exit code 2 instead of a traceback."""
+  spec = _config_arg(argv)
+  if spec is not None and '--verbose' not in argv:
+    path = spec.split(':', 1)[0]
+    if not os.path.isfile(path):
+      _fail(f'the config file {path!r} does not exist (--config=configs/<experiment>.py[:variant])', 2)
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:
-    _fail(f'{e}\nPass --helpshort or --helpfull to see help on flags.', 2)
+    if '--verbose' in argv:
+      raise
+    _fail(f'{_one_line(e)} (--helpshort or --helpfull show the flags)', 2)
   except Exception as e:  # noqa: BLE001 -- config_flags raises plain errors for bad overrides
     if '--verbose' in argv:
       raise
@@ -95,22 +122,69 @@ def start_distributed() -> None:
     jax.distributed.initialize()
 
 
-def start_compilation_cache() -> None:
+def start_compilation_cache() -> str | None:
   """The persistent compilation cache under the workdir (the programs a relaunch of this run needs),
   unless turned off or already set with --jax_compilation_cache_dir."""
   if jax.config.jax_compilation_cache_dir:
     directory = compilation.enable_persistent_cache(jax.config.jax_compilation_cache_dir)
   elif (_CACHE.value or '').lower() == 'none':
-    return
+    return None
   else:
     directory = compilation.enable_persistent_cache(
         _CACHE.value or os.path.join(_WORKDIR.value, 'compile_cache'))
-  logging.info('persistent compilation cache: %s', directory)
+  return directory   # named in the last line: nothing is printed before a refusal
+
+
+def check_workdir(workdir: str) -> None:
+  """Refuses an empty --workdir, and a local one that is not a directory or cannot be written,
+  without creating anything (a probe file is created and removed in the nearest existing folder)."""
+  if not workdir or not workdir.strip():
+    raise config_lib.ConfigError('--workdir is empty; give the directory for the run, e.g. '
+                                 '--workdir=workdirs/run')
+  if paths.is_url(workdir):
+    return
+  existing = os.path.abspath(workdir)
+  if os.path.exists(existing) and not os.path.isdir(existing):
+    raise config_lib.ConfigError(f'--workdir={workdir} exists and is not a directory')
+  while not os.path.exists(existing):
+    existing = os.path.dirname(existing)
+  if not os.path.isdir(existing):
+    raise config_lib.ConfigError(f'--workdir={workdir}: {existing} is not a directory')
+  probe = os.path.join(existing, f'.jaxdyn-write-probe-{os.getpid()}')
+  try:
+    os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    os.remove(probe)
+  except OSError as e:
+    raise config_lib.ConfigError(f'--workdir={workdir} cannot be written: {existing}: '
+                                 f'{e.strerror}') from None
+
+
+def check_before_start(config, workdir: str) -> None:
+  """The workdir and the config, checked before anything is written or any device touched."""
+  from jaxdyn import experiments  # pylint: disable=import-outside-toplevel
+  check_workdir(workdir)
+  try:
+    experiment = experiments.get(config.experiment)
+  except ValueError as e:
+    raise config_lib.ConfigError(f'config field \'experiment\': {e}') from None
+  experiment.check_config(config)
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+  try:
+    config = _CONFIG.value
+  except Exception as e:  # noqa: BLE001 -- config_flags defers a config file's failure to load here
+    if _VERBOSE.value:
+      raise
+    _fail(f'the config {_config_arg(sys.argv)!r} did not load: {_one_line(e)}', 2)
+  try:
+    check_before_start(config, _WORKDIR.value)
+  except EXPECTED_ERRORS as e:
+    if _VERBOSE.value:
+      raise
+    _fail(str(e), 1)
   start_distributed()
   metrics.show_progress_logs()
   if jax.process_count() > 1:
@@ -118,8 +192,7 @@ def main(argv):
                  jax.process_count(), jax.local_device_count(), jax.device_count())
     if jax.process_index():
       logging.set_verbosity(logging.WARNING)   # progress lines from process 0 only
-  logging.info('workdir: %s', _WORKDIR.value)
-  start_compilation_cache()
+  cache = start_compilation_cache()
   received = []
 
   def stop(signum, frame):
@@ -135,7 +208,7 @@ def main(argv):
   for signum in (signal.SIGINT,) if jax.process_count() > 1 else (signal.SIGINT, signal.SIGTERM):
     signal.signal(signum, stop)
   try:
-    jaxdyn.train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+    jaxdyn.train_and_evaluate(config, _WORKDIR.value)
   except trainer.StopRequested as e:
     _fail(str(e), 128 + (received[0] if received else signal.SIGTERM))
   except KeyboardInterrupt:
@@ -145,7 +218,7 @@ def main(argv):
       raise
     _fail(str(e), 1)
   print(f'done in {time.perf_counter() - _T_PROCESS:.1f} s; metrics, figures and checkpoints are in '
-        f'{_WORKDIR.value}')
+        f'{_WORKDIR.value}' + (f'; compiled programs cached in {cache}' if cache else ''))
 
 
 if __name__ == '__main__':

@@ -64,6 +64,37 @@ class ResultsTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, 'finite'):
       results.best(rows[:1], 'v')
 
+  def test_over_seeds_leaves_diverged_seeds_out_and_counts_them(self):
+    nan, inf = float('nan'), float('inf')
+    rows = [{'lr': 0.1, 'seed': 0, 'v': 1.0}, {'lr': 0.1, 'seed': 1, 'v': nan},
+            {'lr': 0.1, 'seed': 2, 'v': 3.0}, {'lr': 1e6, 'seed': 0, 'v': nan},
+            {'lr': 1e6, 'seed': 1, 'v': inf}, {'lr': 1e-3, 'seed': 0, 'v': 5.0}]
+    table = {r['lr']: r for r in results.over_seeds(rows, 'v')}
+    self.assertEqual(table[0.1]['v'], 2.0)
+    self.assertEqual((table[0.1]['v/n'], table[0.1]['v/diverged']), (2, 1))
+    self.assertAlmostEqual(table[0.1]['v/std'], math.sqrt(2.0))
+    self.assertAlmostEqual(table[0.1]['v/sem'], 1.0)
+    self.assertEqual(len(table[0.1]['v/values']), 3)   # every seed's value is kept, in order
+    self.assertTrue(math.isnan(table[1e6]['v']))      # every seed diverged: no mean
+    self.assertEqual((table[1e6]['v/n'], table[1e6]['v/diverged']), (0, 2))
+    self.assertEqual((table[1e-3]['v/n'], table[1e-3]['v/diverged']), (1, 0))
+    self.assertEqual(results.best(list(table.values()), 'v')['lr'], 0.1)   # the all-NaN never wins
+    self.assertEqual(results.best(list(table.values()), 'v', mode='max')['lr'], 1e-3)
+
+  def test_curves_over_seeds_leave_diverged_members_out_from_their_step_on(self):
+    nan = float('nan')
+    history = {'step': np.array([0, 10, 20]),
+               'eval/loss': np.array([[1.0, 3.0, 5.0, 5.0], [0.0, nan, 4.0, 4.0],
+                                      [nan, nan, 4.0, 2.0]])}
+    curves = results.curves_over_seeds(history, MEMBERS, 'eval/loss')
+    np.testing.assert_allclose(curves[(0.1,)]['mean'], [2.0, 0.0, nan])
+    np.testing.assert_array_equal(curves[(0.1,)]['n'], [2, 1, 0])
+    np.testing.assert_array_equal(curves[(0.1,)]['diverged'], [0, 1, 2])
+    np.testing.assert_allclose(curves[(0.1,)]['sem'], [1.0, nan, nan])
+    np.testing.assert_allclose(curves[(0.3,)]['mean'], [5.0, 4.0, 3.0])
+    np.testing.assert_allclose(curves[(0.3,)]['sem'], [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(curves[(0.3,)]['diverged'], [0, 0, 0])
+
   def test_single_seed_has_no_standard_error(self):
     table = results.over_seeds([{'lr': 1.0, 'seed': 0, 'v': 2.0}], 'v')
     self.assertTrue(math.isnan(table[0]['v/sem']))

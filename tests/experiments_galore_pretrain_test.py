@@ -87,6 +87,16 @@ class GalorePretrainTest(parameterized.TestCase):
     with self.assertRaisesRegex(config_lib.ConfigError, 'method'):
       lib.check_config(config)
 
+  def test_rank_above_the_smallest_projected_dimension_is_refused_naming_both_fields(self):
+    for group, method in (('galore', 'galore'), ('lora', 'lora')):
+      config = tiny(method)   # d_model 16: 16 × 16 attention kernels
+      config[group].rank = 16
+      lib.check_config(config)
+      config[group].rank = 1000
+      with self.assertRaisesRegex(config_lib.ConfigError,
+                                  rf"'{group}\.rank' = 1000.*'model\.d_model' = 16"):
+        lib.check_config(config)
+
   def test_eval_windows_must_fit_in_the_held_out_bytes(self):
     for variant in lib.EXPERIMENT.variant_names:
       lib.check_config(lib.get_config(variant))

@@ -8,6 +8,12 @@ The workdir may be a local path or a URL (`gs://bucket/run`): Orbax takes either
 
 from __future__ import annotations
 
+import contextlib
+import logging as logging_std
+import os
+import re
+import sys
+import tempfile
 import time
 from typing import Any
 
@@ -22,6 +28,49 @@ from jaxdyn.core import paths
 
 class CheckpointReadError(RuntimeError):
   """No checkpoint in the workdir could be read."""
+
+
+_LOOP_CLOSED_NOISE = re.compile(
+    r'Traceback \(most recent call last\):\n(?:  .*\n)*?RuntimeError: Event loop is closed\n')
+SETTLE_SECS = 0.3   # after a failed restore, tensorstore's pending reads report back for a moment
+
+
+class _DropLibraryLogs(logging_std.Filter):
+  def filter(self, record: logging_std.LogRecord) -> bool:
+    return 'site-packages' not in record.pathname
+
+
+@contextlib.contextmanager
+def _quiet_failed_restore():
+  """Around a restore that may fail: orbax's own error lines are dropped (the caller reports the
+  failure once), and so are the "Event loop is closed" tracebacks that tensorstore's reads still in
+  flight print from their threads onto file descriptor 2 after orbax has closed its event loop.
+  Everything else written to stderr meanwhile is passed on."""
+  handler = logging.get_absl_handler()
+  dropper = _DropLibraryLogs()
+  handler.addFilter(dropper)
+  sys.stderr.flush()
+  saved = os.dup(2)
+  with tempfile.TemporaryFile() as capture:
+    os.dup2(capture.fileno(), 2)
+    failed = False
+    try:
+      yield
+    except Exception:
+      failed = True
+      raise
+    finally:
+      if failed:
+        time.sleep(SETTLE_SECS)
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      handler.removeFilter(dropper)
+      capture.seek(0)
+      text = _LOOP_CLOSED_NOISE.sub('', capture.read().decode('utf-8', 'replace'))
+      if text:
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
 
 class Checkpointer:
@@ -49,7 +98,9 @@ class Checkpointer:
     a resumed run is compared with before any array is restored. None if none reads."""
     for step in sorted(self.manager.all_steps(), reverse=True):
       try:
-        restored = self.manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
+        with _quiet_failed_restore():
+          restored = self.manager.restore(step,
+                                          args=ocp.args.Composite(meta=ocp.args.JsonRestore()))
       except Exception:  # noqa: BLE001 -- restore_latest reports unreadable checkpoints
         continue
       return step, dict(restored.meta)
@@ -65,22 +116,23 @@ class Checkpointer:
     failures = []
     for step in steps:
       try:
-        restored = self.manager.restore(
-            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state),
-                                          meta=ocp.args.JsonRestore()))
+        with _quiet_failed_restore():
+          restored = self.manager.restore(
+              step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract_state),
+                                            meta=ocp.args.JsonRestore()))
       except Exception as e:  # noqa: BLE001 -- any failure to read means: try the previous one
-        message = f'checkpoint {self.path(step)} cannot be read ({type(e).__name__}: {e})'
-        logging.error('%s; falling back to the previous checkpoint', message)
-        failures.append(message)
+        reason = str(e).splitlines()[0] if str(e) else ''
+        failures.append(f'checkpoint {self.path(step)} cannot be read ({type(e).__name__}: '
+                        f'{reason[:300]})')
         continue
-      for bad in steps[:len(failures)]:
-        self._set_aside(bad)
+      for bad, why in zip(steps[:len(failures)], failures):
+        self._set_aside(bad, why)
       return step, restored.state, dict(restored.meta)
     if failures:
       raise CheckpointReadError('no checkpoint could be read:\n  ' + '\n  '.join(failures))
     return None
 
-  def _set_aside(self, step: int) -> None:
+  def _set_aside(self, step: int, why: str) -> None:
     """Moves an unreadable checkpoint out of the way (kept for inspection) so its step can be redone;
     process 0 moves it, the others wait for it. (On an object store the move is a copy and a delete,
     not atomic: a kill in between leaves part of it, which the next launch sets aside again.)"""
@@ -91,7 +143,7 @@ class Checkpointer:
         target += f'.{int(time.time())}'
       paths.makedirs(str(paths.as_path(target).parent))
       paths.move(self.path(step), target)
-      logging.error('moved unreadable checkpoint %s to %s', self.path(step), target)
+      logging.warning('%s; moved to %s, resuming from an earlier one', why, target)
     if jax.process_count() > 1:
       multihost_utils.sync_global_devices(f'jaxdyn set aside checkpoint {step}')
     self.manager.reload()

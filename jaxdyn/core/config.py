@@ -3,14 +3,17 @@
 An experiment's `configs/<name>.py::get_config()` defines the schema: every field a run may set, with
 its type. `check_fields` compares a user's config against that schema (unknown fields and wrong types
 are refused with the field's dotted name and the valid alternatives); value rules (`require_*`) are
-checked before anything is compiled.
+checked before anything is compiled. Each experiment declares every field's domain (`Domain`:
+`between`, `positive`, `one_of`, ...) and the rules between fields (`relation`) in one place;
+`check_domains` refuses what they exclude, before the workdir is touched.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import ml_collections
 
@@ -148,3 +151,143 @@ def _normalise(v: Any) -> Any:
 def sweep_values(values: Sequence[float], default: float) -> tuple[float, ...]:
   """A sweep list, or the single default when the list is empty."""
   return tuple(values) if len(values) else (default,)
+
+
+# --------------------------------------------------------------------------- domains
+#
+# An experiment declares every field's domain in one place (`Experiment.domains`: dotted field →
+# `Domain`) and the rules between fields (`Experiment.relations`: `Relation`s); `check_domains`
+# refuses a value outside its domain naming the field, and a broken relation naming every field in
+# it. Domains only refuse: they never change a value.
+
+
+@dataclasses.dataclass(frozen=True)
+class Domain:
+  """The values a field may take. `accepts(x)` tests one value, or each element of a list field
+  (`each`); `rule` says what is accepted ('must be > 0'); `nonempty`: a list field may not be ()."""
+  accepts: Callable[[Any], bool]
+  rule: str
+  each: bool = True
+  nonempty: bool = False
+
+  def why_not(self, value: Any) -> str | None:
+    """None when `value` is in the domain, else the rule it breaks."""
+    if isinstance(value, (tuple, list)) and self.each:
+      if self.nonempty and not value:
+        return 'must not be empty'
+      values = value
+    else:
+      values = (value,)
+    for v in values:
+      if isinstance(v, float) and not math.isfinite(v):
+        return 'must be finite'
+      try:
+        ok = self.accepts(v)
+      except TypeError:
+        ok = False
+      if not ok:
+        return self.rule
+    return None
+
+  def nonempty_list(self) -> 'Domain':
+    """The same domain, for a list that must hold at least one element."""
+    return dataclasses.replace(self, nonempty=True)
+
+
+def _number(x: Any) -> bool:
+  return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _bound(x: float) -> str:
+  return f'{x:g}' if isinstance(x, float) else f'{x:,}'.replace(',', '_') if abs(x) >= 10**6 else str(x)
+
+
+def between(lo: float, hi: float, *, open_lo: bool = False, open_hi: bool = False) -> Domain:
+  """A number in [lo, hi] (or open at either end: (lo, hi], [lo, hi), (lo, hi))."""
+  def accepts(x):
+    return (_number(x) and (x > lo if open_lo else x >= lo) and (x < hi if open_hi else x <= hi))
+  rule = f'must be in {"(" if open_lo else "["}{_bound(lo)}, {_bound(hi)}{")" if open_hi else "]"}'
+  return Domain(accepts, rule)
+
+
+# Upper bounds of counts and scales: far above any run that fits a machine, low enough that a
+# mistyped value (an extra digit run, an int overflowing int32 inside a program) is refused.
+MAX_COUNT = 2**31 - 1
+MAX_SCALE = 1e12
+
+
+def positive(hi: float = MAX_COUNT) -> Domain:
+  """A number > 0 (and <= hi). Ints use `MAX_COUNT`; pass `hi=MAX_SCALE` for float scales."""
+  return dataclasses.replace(between(0, hi, open_lo=True), rule=f'must be > 0 and <= {_bound(hi)}')
+
+
+def nonnegative(hi: float = MAX_COUNT) -> Domain:
+  """A number >= 0 (and <= hi)."""
+  return dataclasses.replace(between(0, hi), rule=f'must be >= 0 and <= {_bound(hi)}')
+
+
+def at_least(lo: int, hi: float = MAX_COUNT) -> Domain:
+  """A number >= lo (and <= hi)."""
+  return dataclasses.replace(between(lo, hi), rule=f'must be >= {lo} and <= {_bound(hi)}')
+
+
+def finite(bound: float = MAX_SCALE) -> Domain:
+  """Any number in [-bound, bound] (a signed scale)."""
+  return dataclasses.replace(between(-bound, bound), rule=f'must be in [-{_bound(bound)}, {_bound(bound)}]')
+
+
+def one_of(*choices: Any) -> Domain:
+  """One of `choices` (for a list field: each element)."""
+  shown = ', '.join(str(c) for c in sorted(choices, key=str))
+  return Domain(lambda x: x in choices, f'must be one of {shown}')
+
+
+def predicate(accepts: Callable[[Any], bool], rule: str, *, each: bool = False) -> Domain:
+  """Any other test of the value (the whole list unless `each`)."""
+  return Domain(accepts, rule, each=each)
+
+
+ANY = Domain(lambda x: True, 'any value of its type')   # booleans, free-form strings, seeds
+
+
+@dataclasses.dataclass(frozen=True)
+class Relation:
+  """A rule between fields: `predicate(*values)` must hold; `message` says what it asks."""
+  fields: tuple[str, ...]
+  predicate: Callable[..., bool]
+  message: str
+
+
+def relation(fields: Sequence[str], predicate_: Callable[..., bool], message: str) -> Relation:
+  """A rule between `fields` (dotted names), e.g.
+  `relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0, 'num_heads must divide
+  d_model')`; refused naming every field with its value."""
+  return Relation(tuple(fields), predicate_, message)
+
+
+def check_domains(config: ml_collections.ConfigDict, domains: Mapping[str, Domain],
+                  relations: Sequence[Relation] = ()) -> None:
+  """Refuses a field outside its domain, then a broken relation, in one line naming the field(s)."""
+  for field, domain in domains.items():
+    value = get_field(config, field)
+    why = domain.why_not(value)
+    if why:
+      shown = tuple(value) if isinstance(value, list) else value
+      raise ConfigError(f'config field {field!r} = {shown!r} is invalid: {why}')
+  for rel in relations:
+    values = [get_field(config, f) for f in rel.fields]
+    if not rel.predicate(*values):
+      named = ' and '.join(f'{f!r} = {tuple(v) if isinstance(v, list) else v!r}'
+                           for f, v in zip(rel.fields, values))
+      raise ConfigError(f'config fields {named} are invalid together: {rel.message}')
+
+
+def leaf_fields(config: ml_collections.ConfigDict, prefix: str = '') -> list[str]:
+  """Dotted names of every field (not group) of a config, in order."""
+  out = []
+  for key in config.keys():
+    if _is_group(config[key]):
+      out += leaf_fields(config[key], f'{prefix}{key}.')
+    else:
+      out.append(f'{prefix}{key}')
+  return out

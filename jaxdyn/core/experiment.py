@@ -30,6 +30,7 @@ import ml_collections
 import numpy as np
 
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import memory
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import task as task_lib
@@ -62,6 +63,24 @@ def base_config(name: str, *, seed: int = 0, num_seeds: int = 1,
   c.train = ml_collections.ConfigDict({**DEFAULT_TRAIN, **train})
   c.mesh = ml_collections.ConfigDict(dict(sweep=-1, data=-1, shard_params=False))
   return c
+
+
+# Domains of the groups `base_config` builds (`Experiment.domains` adds the experiment's own).
+def base_domains(name: str) -> dict[str, config_lib.Domain]:
+  C = config_lib
+  return {
+      'experiment': C.one_of(name), 'seed': C.between(0, 2**31 - 1), 'num_seeds': C.positive(4096),
+      'train.steps': C.positive(), 'train.eval_every': C.positive(),
+      'train.checkpoint_every': C.positive(), 'train.keep_checkpoints': C.positive(10_000),
+      'train.steps_per_dispatch': C.positive(), 'train.max_dispatch_seconds': C.nonnegative(1e9),
+      'train.progress_every_secs': C.nonnegative(1e9), 'train.tensorboard': C.ANY,
+      'train.microbatches': C.positive(), 'train.profile_steps': C.predicate(
+          lambda p: len(p) == 2 and all(isinstance(x, int) and 0 <= x < 2**31 for x in p)
+          and p[0] <= p[1], 'must be (start, stop) steps with 0 <= start <= stop'),
+      'mesh.sweep': C.predicate(lambda x: x == -1 or 1 <= x <= 1 << 20, 'must be -1 or >= 1'),
+      'mesh.data': C.predicate(lambda x: x == -1 or 1 <= x <= 1 << 20, 'must be -1 or >= 1'),
+      'mesh.shard_params': C.ANY,
+  }
 
 
 def seeds(config: ml_collections.ConfigDict) -> list[int]:
@@ -141,6 +160,10 @@ class Experiment:
   report: Callable[..., Any] | None = None
   parts: Parts = Parts()
   stages: tuple[Stage, ...] = ()   # instead of build_task: several trainings, in order
+  # Every field's domain (dotted name → `config.Domain`; the base groups' are added) and the rules
+  # between fields, checked before the workdir is touched. None: not declared yet (only `check`).
+  domains: Mapping[str, config_lib.Domain] | None = None
+  relations: tuple[config_lib.Relation, ...] = ()
 
   def __post_init__(self):
     if (self.build_task is None) == (not self.stages):
@@ -173,9 +196,20 @@ class Experiment:
   def check_config(self, config: ml_collections.ConfigDict) -> None:
     """Refuses unknown fields, wrong types and bad values before anything is compiled."""
     config_lib.check_fields(config, self.schema())
-    config_lib.require_positive(config, 'num_seeds')
-    config_lib.require_train_schedule(config)
+    if self.domains is None:   # the base groups' rules, as `base_domains` declares them
+      config_lib.require_positive(config, 'num_seeds')
+      config_lib.require_train_schedule(config)
+    else:
+      config_lib.check_domains(config, self.all_domains(), self.relations)
     self.check(config)
+
+  def all_domains(self) -> dict[str, config_lib.Domain]:
+    """The base groups' domains and the experiment's own (empty where none is declared)."""
+    if self.domains is None:
+      return {}
+    schema_fields = set(config_lib.leaf_fields(self.schema()))
+    return {**{k: v for k, v in base_domains(self.name).items() if k in schema_fields},
+            **self.domains}
 
   def train_and_evaluate(self, config: ml_collections.ConfigDict,
                          workdir: str) -> task_lib.TrainResult:
@@ -185,7 +219,9 @@ class Experiment:
     if self.stages:
       *earlier, (_, result) = self.train_stages(config, workdir).items()
     else:
-      earlier, result = (), trainer.train_from_config(self.build_task(config), config, workdir)
+      task = self.build_task(config)
+      memory.check_fits(task, config)
+      earlier, result = (), trainer.train_from_config(task, config, workdir)
     if self.report is not None and trainer.is_primary():   # figures are written once
       self.report(result, config, **dict(earlier))
     return result
@@ -197,6 +233,7 @@ class Experiment:
     done = {}
     for i, stage in enumerate(self.stages):
       task = stage.build_task(config, dict(done))
+      memory.check_fits(task, config)
       where = workdir if i == len(self.stages) - 1 else os.path.join(workdir, stage.name)
       if stage.schedule is None:
         done[stage.name] = trainer.train_from_config(task, config, where)

@@ -163,24 +163,42 @@ class NullWriter:
     pass
 
 
+BAD_LINES_SUFFIX = '.unreadable'
+
+
 def truncate_after(workdir: str, step: int) -> None:
   """Drops the JSONL records written after `step` (by a run that was interrupted after it).
 
   The kept records replace the old file atomically (`paths.replace_atomically`: a temporary file and
   `os.replace` locally, one object write on an object store), so a kill at any instant leaves either
-  the old or the new history, never less.
+  the old or the new history, never less. A line that does not read as a record (cut short, damaged)
+  is not silently dropped: it is appended to `metrics.jsonl.unreadable` and a warning names its line
+  number; the records around it are kept.
   """
   path = paths.join(workdir, METRICS_FILE)
   if not paths.exists(path):
     return
   lines = paths.read_text(path).splitlines(keepends=True)
-  kept = []
-  for line in lines:
+  kept, bad = [], []
+  for number, line in enumerate(lines, 1):
     try:
-      if json.loads(line)['step'] <= step:
-        kept.append(line)
-    except (json.JSONDecodeError, KeyError):
-      break  # a line cut short by a kill: everything after it is lost anyway
+      record = json.loads(line)
+      if not isinstance(record, dict) or not isinstance(record.get('step'), int):
+        raise ValueError(line)
+    except ValueError:
+      if line.strip():
+        bad.append((number, line))
+      continue
+    if record['step'] <= step:
+      kept.append(line)
+  if bad:
+    aside = path + BAD_LINES_SUFFIX
+    previous = paths.read_text(aside) if paths.exists(aside) else ''
+    paths.replace_atomically(aside, previous + ''.join(
+        line if line.endswith('\n') else line + '\n' for _, line in bad))
+    numbers = ', '.join(str(n) for n, _ in bad)
+    logging.warning('%s: line(s) %s do not read as records (cut short or damaged); kept aside in %s, '
+                    'the other records are kept', path, numbers, aside)
   if len(kept) < len(lines):
     replace_atomically(path, kept)
 

@@ -84,18 +84,24 @@ def final_rows(history: Mapping[str, np.ndarray], members: Sequence[Row],
 
 
 def _summary(values: Sequence[float]) -> dict[str, float]:
+  """Mean, std, sem over the finite values only (a diverged member's NaN is left out): `n` counts
+  the finite values, `diverged` the others; `values` are all of them, in order."""
   x = np.asarray(values, np.float64)
-  n = len(x)
-  std = float(np.std(x, ddof=1)) if n > 1 else float('nan')
-  return {'mean': float(np.mean(x)), 'std': std, 'sem': std / math.sqrt(n) if n > 1 else float('nan'),
-          'n': n, 'values': x.tolist()}
+  kept = x[np.isfinite(x)]
+  n = len(kept)
+  std = float(np.std(kept, ddof=1)) if n > 1 else float('nan')
+  return {'mean': float(np.mean(kept)) if n else float('nan'), 'std': std,
+          'sem': std / math.sqrt(n) if n > 1 else float('nan'), 'n': n, 'diverged': len(x) - n,
+          'values': x.tolist()}
 
 
 def over_seeds(rows: Sequence[Row], value: str, by: Sequence[str] | None = None,
                seed_key: str = 'seed') -> list[Row]:
   """Rows grouped by the fields `by` (default: every label but the seed), one per group in sorted
-  order: the group's labels, then `value` (its seed mean), `value/sem`, `value/std`, `value/n` and
-  `value/values` (the per-seed values, in row order)."""
+  order: the group's labels, then `value` (the mean over its seeds' finite values), `value/sem`,
+  `value/std`, `value/n` (the seeds counted), `value/diverged` (the seeds left out: non-finite,
+  e.g. a diverged member's NaN; the mean is NaN when every seed is) and `value/values` (every
+  per-seed value, in row order)."""
   if by is None:
     by = [k for k in rows[0] if k != seed_key and k != value and not is_metric(k)] if rows else []
   groups: dict[tuple, list[float]] = {}
@@ -105,7 +111,7 @@ def over_seeds(rows: Sequence[Row], value: str, by: Sequence[str] | None = None,
   for key in sorted(groups, key=_sort_key):
     s = _summary(groups[key])
     out.append({**dict(zip(by, key)), value: s['mean'],
-                **{f'{value}/{k}': s[k] for k in ('sem', 'std', 'n', 'values')}})
+                **{f'{value}/{k}': s[k] for k in ('sem', 'std', 'n', 'diverged', 'values')}})
   return out
 
 
@@ -114,7 +120,9 @@ def _sort_key(key: tuple) -> tuple:
 
 
 def best(rows: Sequence[Row], value: str, mode: str = 'min') -> Row:
-  """The row whose `value` is lowest (`mode='min'`) or highest; NaNs never win."""
+  """The row whose `value` is lowest (`mode='min'`) or highest; NaNs never win (a setting of
+  `over_seeds` whose every seed diverged has a NaN mean; one with some diverged seeds competes with
+  the mean of the others, its `value/diverged` saying how many were left out)."""
   if mode not in ('min', 'max'):
     raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
   finite = [r for r in rows if np.isfinite(r[value])]
@@ -128,7 +136,9 @@ def curves_over_seeds(history: Mapping[str, np.ndarray], members: Sequence[Row],
                       by: Sequence[str] | None = None,
                       seed_key: str = 'seed') -> dict[tuple, dict[str, np.ndarray]]:
   """Per setting (the labels `by`, default all but the seed): the seed mean and standard error of a
-  metric at every logged step: {key: {'step', 'mean', 'sem', 'n'}}."""
+  metric at every logged step, over the members whose value there is finite (a diverged member's
+  NaN is left out): {key: {'step', 'mean', 'sem', 'n', 'diverged'}}, `n` and `diverged` counting the
+  members kept and left out at each step."""
   if by is None:
     by = [k for k in (members[0] if members else {}) if k != seed_key]
   values = np.asarray(history[name])
@@ -138,9 +148,21 @@ def curves_over_seeds(history: Mapping[str, np.ndarray], members: Sequence[Row],
   out = {}
   for key in sorted(groups, key=_sort_key):
     x = values[:, groups[key]]
-    n = x.shape[1]
-    sem = np.std(x, axis=1, ddof=1) / math.sqrt(n) if n > 1 else np.full(len(x), np.nan)
-    out[key] = {'step': np.asarray(history['step']), 'mean': x.mean(axis=1), 'sem': sem, 'n': n}
+    finite = np.isfinite(x)
+    n = finite.sum(axis=1)
+    if finite.all():
+      mean, std = x.mean(axis=1), (np.std(x, axis=1, ddof=1) if x.shape[1] > 1 else None)
+    else:
+      kept = np.where(finite, x, 0.0)
+      with np.errstate(invalid='ignore', divide='ignore'):
+        mean = np.where(n > 0, kept.sum(axis=1) / n, np.nan)
+        sq = np.where(finite, (x - mean[:, None]) ** 2, 0.0).sum(axis=1)
+        std = np.where(n > 1, np.sqrt(sq / np.maximum(n - 1, 1)), np.nan)
+    with np.errstate(invalid='ignore', divide='ignore'):
+      sem = (np.where(n > 1, std / np.sqrt(np.maximum(n, 1)), np.nan) if std is not None
+             else np.full(len(x), np.nan))
+    out[key] = {'step': np.asarray(history['step']), 'mean': mean, 'sem': sem, 'n': n,
+                'diverged': x.shape[1] - n}
   return out
 
 

@@ -130,13 +130,25 @@ class _History:
     for i in range(len(first_bad)):
       chunk_start = start + i * n_inner
       self._note_divergence(chunk_start, first_bad[i])
-      self.add(chunk_start + n_inner, {**{k: v[i] for k, v in last.items()},
-                                       **{k: v[i] for k, v in evals.items()}})
+      self.add(chunk_start + n_inner, self._masked({**{k: v[i] for k, v in last.items()},
+                                                    **{k: v[i] for k, v in evals.items()}}))
     self.writer.flush()
     step = start + len(first_bad) * n_inner
     shown = {k: float(np.nanmean(v[-1])) for k, v in {**last, **evals}.items()
              if np.ndim(v[-1]) == 1 and ('loss' in k or 'acc' in k)}
     self.progress.maybe_print(step, shown)
+
+  def _masked(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every metric of a diverged member NaN (its accuracy, say, stays finite on NaN params)."""
+    if not self.diverged:
+      return metrics
+    bad = sorted(self.diverged)
+    out = {}
+    for k, v in metrics.items():
+      v = np.array(v, dtype=np.result_type(np.asarray(v).dtype, np.float32))
+      v[bad] = np.nan
+      out[k] = v
+    return out
 
   def _note_divergence(self, chunk_start: int, first_bad_S: np.ndarray) -> None:
     for m in np.flatnonzero(first_bad_S >= 0):
@@ -296,6 +308,7 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
   if tensorboard:
     metrics_lib.require_tensorboard()
   placement = placement or program.Placement.create(task, mesh, shard_params)
+  workdir_lock.check_layout(workdir)   # before anything in it changes
   paths.makedirs(workdir)
   with _lock_on_process_zero(workdir):
     return _train_locked(task, schedule, workdir, placement=placement, config_json=config_json,

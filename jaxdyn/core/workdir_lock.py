@@ -35,8 +35,38 @@ REMOTE_SETTLE_SECS = 2.0
 _TOKENS: dict[str, str] = {}   # lock path -> the token this process wrote there
 
 
+TAKEOVER_FILE = '.lock.takeover'
+TAKEOVER_STALE_SECS = 30.0   # a takeover file older than this was left by a killed launch
+UNREADABLE_WAIT_SECS = 0.5   # a lock being written this instant reads as empty for a moment
+
+
 class WorkdirLockedError(RuntimeError):
   """Another live run holds the workdir."""
+
+
+class WorkdirDamagedError(RuntimeError):
+  """A file the run keeps in its workdir is of the wrong kind (a folder where a file belongs, ...)."""
+
+
+# What a run keeps in its workdir, and the kind each must be where it exists.
+LAYOUT = {'checkpoints': 'dir', 'metrics.jsonl': 'file', LOCK_FILE: 'file', 'compile.json': 'file',
+          'compile_cache': 'dir', 'tensorboard': 'dir'}
+
+
+def check_layout(workdir: str) -> None:
+  """Refuses a workdir where a file of the run is of the wrong kind (`LAYOUT`), before anything in
+  it is changed, naming the path."""
+  for name, kind in LAYOUT.items():
+    path = paths.join(workdir, name)
+    p = paths.as_path(path)
+    if not p.exists():
+      continue
+    if kind == 'dir' and not p.is_dir():
+      raise WorkdirDamagedError(f'{path} should be a folder but is a file; move it away (the run '
+                                f'keeps its {name} there) and run again')
+    if kind == 'file' and p.is_dir():
+      raise WorkdirDamagedError(f'{path} should be a file but is a folder; move it away and run '
+                                f'again')
 
 
 def _pid_alive(pid: int) -> bool:
@@ -81,24 +111,65 @@ def _try_create(path: str) -> bool:
   return True
 
 
+def _stale(holder: dict) -> bool:
+  return (bool(holder) and holder.get('host') == socket.gethostname()
+          and isinstance(holder.get('pid'), int) and not _pid_alive(holder['pid']))
+
+
+def _take_over(workdir: str, path: str, stale: dict) -> bool:
+  """Replaces the stale lock `stale` by this process's, atomically with respect to other launches
+  doing the same: only the launch that creates the takeover file exclusively (`O_EXCL`) may remove
+  the stale lock, and only if the lock still holds the same token. True when this process got it."""
+  takeover = paths.join(workdir, TAKEOVER_FILE)
+  try:
+    fd = os.open(takeover, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+  except FileExistsError:
+    with contextlib.suppress(OSError):   # left by a launch killed mid-takeover
+      if time.time() - os.stat(takeover).st_mtime > TAKEOVER_STALE_SECS:
+        os.remove(takeover)
+    return False
+  try:
+    os.close(fd)
+    if _read(path).get('token') != stale.get('token'):
+      return False   # someone else took it over (and may hold it now)
+    logging.warning('workdir %s: taking over the lock of process %d, which is no longer running',
+                    workdir, stale['pid'])
+    with contextlib.suppress(FileNotFoundError):
+      os.remove(path)
+    return _try_create(path)
+  finally:
+    with contextlib.suppress(FileNotFoundError):
+      os.remove(takeover)
+
+
 def acquire(workdir: str) -> str:
   """Takes the workdir's lock (taking over a stale one); returns the lock file's path."""
   path = paths.join(workdir, LOCK_FILE)
-  for _ in range(2):
+  for attempt in range(50):
     if _try_create(path):
       return path
     holder = _read(path)
-    same_host = holder.get('host') == socket.gethostname()
-    if holder and same_host and isinstance(holder.get('pid'), int) and not _pid_alive(holder['pid']):
-      logging.warning('workdir %s: taking over the lock of process %d, which is no longer running',
-                      workdir, holder['pid'])
+    if not holder and paths.exists(path) and attempt == 0:
+      time.sleep(UNREADABLE_WAIT_SECS)   # a launch may be writing it this instant
+      continue
+    if _stale(holder) and not paths.is_url(path):
+      if _take_over(workdir, path, holder):
+        return path
+      time.sleep(0.02)
+      continue
+    if _stale(holder):   # an object store: no exclusive create for the takeover (module doc)
       with contextlib.suppress(FileNotFoundError):
         paths.as_path(path).unlink()
       continue
-    who = (f'process {holder.get("pid")} on host {holder.get("host")} (since {holder.get("started")})'
-           if holder else 'another process')
-    hint = ('wait for it to finish or stop it' if same_host or not holder else
-            f'if that run is dead, delete {path}')
+    if not holder and paths.exists(path):
+      raise WorkdirLockedError(
+          f'workdir {workdir}: its lock file {path} is empty or unreadable (left by a launch killed '
+          f'while taking it?); if no run is using this workdir, delete {path} and run again')
+    if not holder:
+      continue   # removed between the create and the read: try again
+    same_host = holder.get('host') == socket.gethostname()
+    who = f'process {holder.get("pid")} on host {holder.get("host")} (since {holder.get("started")})'
+    hint = 'wait for it to finish or stop it' if same_host else f'if that run is dead, delete {path}'
     raise WorkdirLockedError(f'workdir {workdir} is in use by {who}; {hint}, or use another workdir')
   raise WorkdirLockedError(f'workdir {workdir}: could not take the lock {path}')
 

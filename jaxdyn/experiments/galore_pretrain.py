@@ -156,53 +156,87 @@ def scale_schedule_to(config: ml_collections.ConfigDict, steps: int) -> None:
   config.lora.update(reset_every=max(1, steps // 4), restart_warmup=max(1, round(steps * 0.005)))
 
 
+DTYPES = ('auto', 'float32', 'bfloat16')
+MATMUL_PRECISIONS = ('default', 'high', 'highest', 'bfloat16', 'tensorfloat32', 'float32')
+
+
+C = config_lib
+
+
+def smallest_projected_dim(d_model: int, multiple_of: int) -> int:
+  """The smallest dimension of the matrices GaLore projects and LoRA factorises: the attention
+  kernels (d_model × d_model) and the MLP's (d_model × its width, `transformer.llama_config`)."""
+  mlp_dim = multiple_of * -(-(8 * d_model // 3) // multiple_of)
+  return min(d_model, mlp_dim)
+
+
+def _rank_relations(group: str) -> tuple[config_lib.Relation, ...]:
+  fields = (f'{group}.rank', 'model.d_model', 'model.multiple_of')
+  return (
+      C.relation(fields, lambda r, d, m: r <= smallest_projected_dim(d, m),
+                 f'{group}.rank must be <= the smallest dimension of the attention and MLP matrices '
+                 '(model.d_model, or the MLP width if smaller)'),
+      C.relation(fields[:2], lambda r, d: r > 0 or d >= 4,
+                 f'{group}.rank 0 means model.d_model // 4, which must be >= 1'),
+  )
+
+
+# Every field's domain (the base groups' come from `experiment.base_domains`); `check_values` adds
+# the rule that depends on the text (the held-out windows fit).
+DOMAINS = {
+    'method': C.one_of(*METHODS),
+    'data.held_out_fraction': C.between(0, 1, open_lo=True, open_hi=True),
+    'data.seq_len': C.positive(1 << 20), 'data.batch_size': C.positive(1 << 20),
+    'data.eval_windows': C.positive(1 << 20),
+    'model.num_layers': C.positive(1024), 'model.d_model': C.positive(1 << 16),
+    'model.num_heads': C.positive(1 << 12), 'model.multiple_of': C.positive(1 << 16),
+    'model.dtype': C.one_of(*DTYPES), 'model.matmul_precision': C.one_of(*MATMUL_PRECISIONS),
+    'model.remat': C.ANY, 'model.scan_layers': C.ANY,
+    'opt.lr': C.positive(C.MAX_SCALE), 'opt.wd': C.nonnegative(C.MAX_SCALE),
+    'opt.b1': C.between(0, 1, open_hi=True), 'opt.b2': C.between(0, 1, open_hi=True),
+    'opt.eps': C.positive(C.MAX_SCALE), 'opt.warmup_fraction': C.between(0, 1, open_hi=True),
+    'opt.min_lr_ratio': C.between(0, 1, open_lo=True), 'opt.clip': C.nonnegative(C.MAX_SCALE),
+    'galore.rank': C.nonnegative(1 << 16), 'galore.update_proj_gap': C.positive(),
+    'galore.scale': C.positive(C.MAX_SCALE),
+    'galore.projector': C.one_of(*galore_lib.PROJECTOR_SOURCES),
+    'galore.moments': C.one_of(*galore_lib.MOMENT_POLICIES),
+    'lora.rank': C.nonnegative(1 << 16), 'lora.alpha': C.positive(C.MAX_SCALE),
+    'lora.reset_every': C.positive(), 'lora.restart_warmup': C.positive(),
+    'lora.prune_ratio': C.between(0, 1),
+    'sweep.lr': C.positive(C.MAX_SCALE), 'sweep.galore_scale': C.positive(C.MAX_SCALE),
+}
+_SCANNABLE = tuple(name for name, m in methods.METHODS.items() if m.dense)
+RELATIONS = (
+    C.relation(('model.scan_layers', 'method'), lambda scan, m: not scan or m in _SCANNABLE,
+               f'model.scan_layers is for method {" and ".join(_SCANNABLE)} only (the others '
+               'factorise each 2-D kernel)'),
+    C.relation(('train.microbatches', 'data.batch_size'), lambda k, b: b % k == 0,
+               'train.microbatches must divide data.batch_size'),
+    C.relation(('sweep.galore_scale', 'method'), lambda s, m: not s or m == 'galore',
+               'sweep.galore_scale is for method galore only'),
+    C.relation(('model.num_heads', 'model.d_model'), lambda h, d: d % h == 0,
+               'model.num_heads must divide model.d_model'),
+    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: (d // h) % 2 == 0,
+               'RoPE (the LLaMA decoder) needs an even head dimension (model.d_model / '
+               'model.num_heads)'),
+    *_rank_relations('galore'), *_rank_relations('lora'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  config_lib.require_choice(config, 'method', METHODS)
-  config_lib.require_positive(config, 'data.seq_len', 'data.batch_size',
-                              'data.eval_windows', 'model.num_layers', 'model.d_model',
-                              'model.num_heads', 'opt.lr', 'sweep.lr', 'sweep.galore_scale',
-                              'galore.update_proj_gap',
-                              'galore.scale', 'lora.alpha', 'lora.reset_every',
-                              'lora.restart_warmup')
-  config_lib.require_nonnegative(config, 'opt.wd', 'opt.clip', 'galore.rank', 'lora.rank')
-  config_lib.require(0 <= config.opt.warmup_fraction < 1, 'opt.warmup_fraction',
-                     config.opt.warmup_fraction, 'must be in [0, 1)')
-  config_lib.require(0 < config.opt.min_lr_ratio <= 1, 'opt.min_lr_ratio', config.opt.min_lr_ratio,
-                     'must be in (0, 1]')
-  config_lib.require(0 <= config.lora.prune_ratio <= 1, 'lora.prune_ratio', config.lora.prune_ratio,
-                     'must be in [0, 1]')
-  config_lib.require_choice(config, 'galore.moments', galore_lib.MOMENT_POLICIES)
-  config_lib.require_choice(config, 'model.dtype', DTYPES)
-  config_lib.require_choice(config, 'model.matmul_precision', MATMUL_PRECISIONS)
-  scannable = [name for name, m in methods.METHODS.items() if m.dense]
-  config_lib.require(not config.model.scan_layers or config.method in scannable,
-                     'model.scan_layers', config.model.scan_layers,
-                     f'is for {" and ".join(scannable)} only (method {config.method!r} factorises '
-                     'each 2-D kernel)')
-  config_lib.require(config.data.batch_size % config.train.microbatches == 0, 'train.microbatches',
-                     config.train.microbatches,
-                     f'must divide data.batch_size {config.data.batch_size}')
-  config_lib.require(not config.sweep.galore_scale or config.method == 'galore',
-                     'sweep.galore_scale', config.sweep.galore_scale, 'is for method galore only')
-  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.num_heads',
-                     config.model.num_heads, f'must divide d_model {config.model.d_model}')
+  """Rules beyond `DOMAINS` and `RELATIONS`: the held-out windows fit in the held-out bytes."""
   d = config.data
-  config_lib.require(0 < d.held_out_fraction < 1, 'data.held_out_fraction', d.held_out_fraction,
-                     'must be in (0, 1)')
   try:   # what `build_task` will take: the windows must fit in the held-out bytes
     text.eval_windows(kjv_bytes(config).held_out, d.eval_windows, d.seq_len)
   except ValueError as e:
-    config_lib.require(False, 'data.eval_windows', d.eval_windows, str(e))
+    raise config_lib.ConfigError(
+        f"config fields 'data.eval_windows' = {d.eval_windows!r}, 'data.seq_len' = {d.seq_len!r} "
+        f"and 'data.held_out_fraction' = {d.held_out_fraction!r} are invalid together: {e}") from None
 
 
 def kjv_bytes(config: ml_collections.ConfigDict) -> text.TextSplits:
   """The KJV bytes with the last `data.held_out_fraction` held out."""
   return text.kjv_splits('bytes', held_out_fraction=config.data.held_out_fraction)
-
-
-DTYPES = ('auto', 'float32', 'bfloat16')
-MATMUL_PRECISIONS = ('default', 'high', 'highest', 'bfloat16', 'tensorfloat32', 'float32')
 
 
 def compute_dtype(config: ml_collections.ConfigDict):
@@ -341,6 +375,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> N
 
 EXPERIMENT = experiment.Experiment(
     name='galore_pretrain', schema=default_config, variants=VARIANTS, check=check_values,
+    domains=DOMAINS, relations=RELATIONS,
     build_task=build_task, report=report,
     parts=experiment.Parts(
         models=('jaxdyn/models/transformer.py',), data=('jaxdyn/data/text.py',),

@@ -56,15 +56,29 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
 VARIANTS = {'tiny': _tiny}
 
 
+C = config_lib
+
+# Every field's domain (the base groups' come from `experiment.base_domains`).
+DOMAINS = {
+    'data.num_distinct': C.positive(1 << 16), 'data.num_common': C.positive(1 << 16),
+    'data.num_classes': C.positive(1 << 16), 'data.dim': C.positive(1 << 16),
+    'data.band_width': C.positive(C.MAX_SCALE),
+    'model.temperature': C.positive(C.MAX_SCALE), 'model.init_scale': C.positive(C.MAX_SCALE),
+    'opt.lr': C.positive(C.MAX_SCALE),
+    'salience.num_components': C.positive(1 << 16), 'salience.w0': C.finite(),
+    'salience.lr': C.positive(C.MAX_SCALE), 'salience.temperature': C.positive(C.MAX_SCALE),
+    'salience.steps': C.positive(10**8),
+}
+RELATIONS = (
+    C.relation(('data.dim', 'data.num_distinct', 'data.num_common'), lambda d, nd, nc: d > nd + nc,
+               'data.dim must exceed the data.num_distinct + data.num_common contextual tokens '
+               '(one more for the query)'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  config_lib.require_positive(config, 'data.num_distinct', 'data.num_common',
-                              'data.num_classes', 'data.band_width', 'model.temperature',
-                              'model.init_scale', 'opt.lr', 'salience.num_components',
-                              'salience.lr', 'salience.temperature', 'salience.steps')
-  num_context = config.data.num_distinct + config.data.num_common
-  config_lib.require(config.data.dim > num_context, 'data.dim', config.data.dim,
-                     f'must exceed the {num_context} contextual tokens (one more for the query)')
+  """Rules beyond `DOMAINS` and `RELATIONS`: none."""
+  del config
 
 
 def member_init(config: ml_collections.ConfigDict, seed) -> dict:
@@ -152,6 +166,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> d
 
 EXPERIMENT = experiment.Experiment(
     name='joma_contextual', schema=default_config, variants=VARIANTS, check=check_values,
+    domains=DOMAINS, relations=RELATIONS,
     build_task=build_task, report=report,
     parts=experiment.Parts(
         models=('jaxdyn/models/joma.py',), data=('jaxdyn/data/joma.py',),

@@ -29,6 +29,7 @@ batch of 128 for 10k steps affordable on a CPU.
 
 from __future__ import annotations
 
+import math
 import os
 
 import jax
@@ -86,17 +87,44 @@ def _paper(c: ml_collections.ConfigDict) -> None:
 VARIANTS = {'tiny': _tiny, 'paper': _paper}
 
 
+C = config_lib
+
+
+def _subsets(n: int, k: int) -> int:
+  """The distinct k-subsets of n units (`data.joma.LatentTree` draws each unit's children so)."""
+  return math.comb(n, k) if 0 <= k <= n else 0
+
+
+# Every field's domain (the base groups' come from `experiment.base_domains`).
+DOMAINS = {
+    'data.num_classes': C.positive(1 << 16), 'data.num_children': C.positive(64),
+    'data.n0': C.positive(1 << 16), 'data.n1': C.positive(1 << 16),
+    'data.vocab_size': C.at_least(3, hi=1 << 20), 'data.seq_len': C.positive(1 << 16),
+    'data.batch_size': C.positive(1 << 20), 'data.class_counts': C.ANY,
+    'model.d_model': C.positive(1 << 16), 'model.mlp_dim': C.positive(1 << 20),
+    'model.init': C.one_of(*model_lib.INITS), 'model.reference_arch': C.ANY,
+    'opt.lr': C.positive(C.MAX_SCALE), 'opt.wd': C.nonnegative(C.MAX_SCALE),
+}
+RELATIONS = (
+    C.relation(('data.num_classes', 'data.vocab_size'), lambda c, v: c <= v,
+               'data.num_classes must be <= data.vocab_size (read from the head)'),
+    C.relation(('data.n0', 'data.vocab_size', 'data.num_children'),
+               lambda n0, v, k: n0 <= _subsets(v - 1, k),
+               'data.n0 units need as many distinct data.num_children-subsets of the '
+               'data.vocab_size - 1 tokens'),
+    C.relation(('data.n1', 'data.n0', 'data.num_children'), lambda n1, n0, k: n1 <= _subsets(n0, k),
+               'data.n1 units need as many distinct data.num_children-subsets of the data.n0 units'),
+    C.relation(('data.num_classes', 'data.n1', 'data.num_children'),
+               lambda c, n1, k: c <= _subsets(n1, k),
+               'data.num_classes need as many distinct data.num_children-subsets of the data.n1 '
+               'units'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  config_lib.require_positive(config, 'data.num_classes', 'data.num_children',
-                              'data.n0', 'data.n1', 'data.batch_size', 'model.d_model',
-                              'model.mlp_dim', 'opt.lr')
-  config_lib.require_choice(config, 'model.init', model_lib.INITS)
-  config_lib.require_nonnegative(config, 'opt.wd')
-  config_lib.require(config.data.vocab_size >= 3, 'data.vocab_size', config.data.vocab_size,
-                     'must be >= 3')
-  config_lib.require(config.data.num_classes <= config.data.vocab_size, 'data.num_classes',
-                     config.data.num_classes, 'must be <= data.vocab_size (read from the head)')
+  """Rules beyond `DOMAINS` and `RELATIONS`: none (a class emitting more than data.seq_len tokens is
+  refused when its tree is drawn)."""
+  del config
 
 
 def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
@@ -202,6 +230,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> N
 
 EXPERIMENT = experiment.Experiment(
     name='joma_hierarchical', schema=default_config, variants=VARIANTS, check=check_values,
+    domains=DOMAINS, relations=RELATIONS,
     build_task=build_task, report=report,
     parts=experiment.Parts(
         models=('jaxdyn/models/joma.py', 'jaxdyn/models/transformer.py'),

@@ -13,6 +13,7 @@ sets padded to the largest n with a weight mask (and their test sets to the larg
 
 from __future__ import annotations
 
+import math
 import os
 
 import ml_collections
@@ -87,25 +88,65 @@ def group_of(config: ml_collections.ConfigDict) -> groups_data.Group:
     raise config_lib.ConfigError(f"config field 'data.group' = {config.data.group!r}: {e}") from None
 
 
+C = config_lib
+
+MAX_ORDER = 4096   # all M² pairs are built on the host (as data.modulus of modular_addition)
+
+
+def group_order(name: str) -> int | None:
+  """The order M of the group `name` names, without building it; None for a name `from_name`
+  refuses, MAX_ORDER + 1 for one larger than MAX_ORDER."""
+  order = 1
+  for factor in name.split('x'):
+    if len(factor) < 2 or factor[0] not in 'ZDS' or not factor[1:].isdigit():
+      return None
+    n = int(factor[1:])
+    if n < 1:
+      return None
+    if n > MAX_ORDER:
+      return MAX_ORDER + 1
+    order *= {'Z': n, 'D': 2 * n, 'S': math.factorial(min(n, 8))}[factor[0]]
+    if order > MAX_ORDER:
+      return MAX_ORDER + 1
+  return order
+
+
+# Every field's domain (the base groups' come from `experiment.base_domains`).
+DOMAINS = {
+    'loss': C.one_of(*modular.LOSSES),
+    'data.group': C.predicate(lambda g: (group_order(g) or 0) in range(2, MAX_ORDER + 1),
+                              f'must name a group of order 2 to {MAX_ORDER}: Z<n>, D<n>, S<n>, or '
+                              "products joined by x ('Z2xZ3xZ4')"),
+    'data.c': C.nonnegative(C.MAX_SCALE),
+    'data.train_fraction': C.between(0, 1, open_hi=True),
+    'data.split_seed': C.between(-1, 2**31 - 1),
+    'model.hidden': C.positive(),
+    'model.activation': C.one_of(*modular.ACTIVATIONS),
+    'model.top': C.one_of(*model_lib.TOPS),
+    'model.ridge_eta': C.positive(C.MAX_SCALE),
+    'opt.name': C.one_of(*factory.OPTIMIZERS_WITH_HIDDEN_LAYERS),
+    'opt.lr': C.positive(C.MAX_SCALE), 'opt.wd': C.nonnegative(C.MAX_SCALE),
+    'opt.b1': C.between(0, 1, open_hi=True), 'opt.b2': C.between(0, 1, open_hi=True),
+    'opt.eps': C.positive(C.MAX_SCALE), 'opt.momentum': C.between(0, 1, open_hi=True),
+    'opt.muon_beta': C.between(0, 1, open_hi=True),
+    'sweep.c': C.positive(C.MAX_SCALE), 'sweep.lr': C.positive(C.MAX_SCALE),
+    'sweep.wd': C.nonnegative(C.MAX_SCALE),
+}
+RELATIONS = (
+    C.relation(('data.c', 'data.train_fraction', 'sweep.c'),
+               lambda c, f, sc: f > 0 or c > 0 or len(sc) > 0,
+               'data.c must be > 0 when data.train_fraction is 0 and sweep.c is empty'),
+    C.relation(('sweep.c', 'data.train_fraction'), lambda sc, f: not (f > 0 and len(sc)),
+               'sweep.c must be empty when data.train_fraction sets the train size'),
+    C.relation(('loss', 'model.top'), lambda loss, top: top != 'ridge' or loss == 'mse',
+               "the ridge top layer (model.top='ridge') is the minimiser of the squared loss: "
+               "use loss='mse'"),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
+  """Rules beyond `DOMAINS` and `RELATIONS`: the group name parses (`group_of`)."""
   group_of(config)
-  config_lib.require(0 <= config.data.train_fraction < 1, 'data.train_fraction',
-                     config.data.train_fraction, 'must be in [0, 1) (0: use data.c)')
-  config_lib.require(config.data.train_fraction > 0 or config.data.c > 0 or len(config.sweep.c),
-                     'data.c', config.data.c, 'must be > 0 when data.train_fraction is 0')
-  config_lib.require(not (config.data.train_fraction > 0 and len(config.sweep.c)), 'sweep.c',
-                     config.sweep.c, 'must be empty when data.train_fraction sets the train size')
-  config_lib.require_choice(config, 'model.activation', modular.ACTIVATIONS)
-  config_lib.require_choice(config, 'model.top', model_lib.TOPS)
-  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS_WITH_HIDDEN_LAYERS)
-  config_lib.require_choice(config, 'loss', modular.LOSSES)
-  config_lib.require(not (config.model.top == 'ridge' and config.loss != 'mse'), 'loss', config.loss,
-                     "the ridge top layer (model.top='ridge') is the minimiser of the squared loss: "
-                     "use loss='mse'")
-  config_lib.require_positive(config, 'model.hidden', 'model.ridge_eta', 'opt.lr', 'sweep.lr',
-                              'sweep.c')
-  config_lib.require_nonnegative(config, 'opt.wd', 'sweep.wd')
 
 
 def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
@@ -182,7 +223,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> l
 
 EXPERIMENT = experiment.Experiment(
     name='li2_grokking', schema=default_config, variants=VARIANTS, check=check_values,
-    build_task=build_task, report=report,
+    build_task=build_task, report=report, domains=DOMAINS, relations=RELATIONS,
     parts=experiment.Parts(
         models=('jaxdyn/models/li2.py', 'jaxdyn/models/modular.py'),
         data=('jaxdyn/data/groups.py',),

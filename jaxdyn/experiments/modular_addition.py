@@ -75,24 +75,45 @@ def _paper(c: ml_collections.ConfigDict) -> None:
 VARIANTS = {'tiny': _tiny, 'grokking': _grokking, 'paper': _paper}
 
 
+C = config_lib
+
+# Every field's domain (the base groups' come from `experiment.base_domains`).
+OPT_DOMAINS = {'opt.lr': C.positive(C.MAX_SCALE), 'opt.wd': C.nonnegative(C.MAX_SCALE),
+               'opt.b1': C.between(0, 1, open_hi=True), 'opt.b2': C.between(0, 1, open_hi=True),
+               'opt.eps': C.positive(C.MAX_SCALE), 'opt.momentum': C.between(0, 1, open_hi=True)}
+DOMAINS = {
+    'loss': C.one_of(*model_lib.LOSSES),
+    'data.modulus': C.at_least(2, hi=4096),   # all d² pairs are built on the host
+    'data.operation': C.one_of(*data_lib.OPERATIONS),
+    'data.train_fraction': C.between(0, 1, open_lo=True),
+    'data.split_seed': C.between(-1, 2**31 - 1),
+    'data.batch_size': C.nonnegative(),
+    'model.hidden': C.positive(),
+    'model.activation': C.one_of(*model_lib.ACTIVATIONS),
+    **OPT_DOMAINS, 'opt.name': C.one_of(*factory.OPTIMIZERS),
+    'sweep.lr': C.positive(C.MAX_SCALE), 'sweep.wd': C.nonnegative(C.MAX_SCALE),
+    'analysis.fourier': C.ANY,
+}
+
+
+def _num_train(modulus: int, train_fraction: float) -> int:
+  return int(round(train_fraction * modulus ** 2))
+
+
+RELATIONS = (
+    C.relation(('analysis.fourier', 'data.operation'), lambda f, op: not f or op == 'add',
+               'the Fourier analysis (CoGS) is for data.operation=add'),
+    C.relation(('data.train_fraction', 'data.modulus'), lambda f, d: _num_train(d, f) >= 1,
+               'no training pair is left out of data.modulus² pairs'),
+    C.relation(('data.batch_size', 'data.train_fraction', 'data.modulus'),
+               lambda b, f, d: b <= _num_train(d, f),
+               'data.batch_size must be <= the training pairs (0 for full batch)'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  config_lib.require(config.data.modulus >= 2, 'data.modulus', config.data.modulus, 'must be >= 2')
-  config_lib.require(0 < config.data.train_fraction <= 1, 'data.train_fraction',
-                     config.data.train_fraction, 'must be in (0, 1]')
-  config_lib.require_choice(config, 'data.operation', data_lib.OPERATIONS)
-  config_lib.require_choice(config, 'model.activation', model_lib.ACTIVATIONS)
-  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
-  config_lib.require_choice(config, 'loss', model_lib.LOSSES)
-  config_lib.require(not config.analysis.fourier or config.data.operation == 'add', 'analysis.fourier',
-                     config.analysis.fourier, 'the Fourier analysis (CoGS) is for data.operation=add')
-  config_lib.require_positive(config, 'model.hidden', 'opt.lr', 'sweep.lr')
-  config_lib.require_nonnegative(config, 'opt.wd', 'sweep.wd', 'data.batch_size')
-  num_train = int(round(config.data.train_fraction * config.data.modulus ** 2))
-  config_lib.require(num_train >= 1, 'data.train_fraction', config.data.train_fraction,
-                     f'leaves no training pair out of {config.data.modulus ** 2}')
-  config_lib.require(config.data.batch_size <= num_train, 'data.batch_size', config.data.batch_size,
-                     f'must be <= the {num_train} training pairs (0 for full batch)')
+  """Rules beyond `DOMAINS` and `RELATIONS`: none."""
+  del config
 
 
 def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
@@ -205,7 +226,7 @@ def write_figures(result: task_lib.TrainResult, config: ml_collections.ConfigDic
 
 EXPERIMENT = experiment.Experiment(
     name='modular_addition', schema=default_config, variants=VARIANTS, check=check_values,
-    build_task=build_task, report=report,
+    build_task=build_task, report=report, domains=DOMAINS, relations=RELATIONS,
     parts=experiment.Parts(
         models=('jaxdyn/models/modular.py',),
         data=('jaxdyn/data/modular.py',),

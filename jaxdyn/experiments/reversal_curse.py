@@ -78,32 +78,52 @@ def _paper(c: ml_collections.ConfigDict) -> None:
 VARIANTS = {'tiny': _tiny, 'paper': _paper}
 
 
+C = config_lib
+
+# Every field's domain (the base groups' come from `experiment.base_domains`).
+DOMAINS = {
+    'tasks': C.predicate(lambda t: len(t) > 0 and set(t) <= set(TASKS) and len(set(t)) == len(t),
+                         f'must be distinct names from {", ".join(TASKS)}'),
+    'data.num_entities': C.positive(1 << 20), 'data.num_pairs': C.positive(1 << 20),
+    'data.train_fraction': C.between(0, 1, open_lo=True, open_hi=True),  # some pairs held out
+    'data.batch_size': C.positive(1 << 20),
+    'model.num_layers': C.positive(1024), 'model.d_model': C.positive(1 << 16),
+    'model.num_heads': C.positive(1 << 12),
+    'opt.name': C.one_of(*factory.OPTIMIZERS), 'opt.lr': C.positive(C.MAX_SCALE),
+    'opt.wd': C.nonnegative(C.MAX_SCALE), 'opt.b1': C.between(0, 1, open_hi=True),
+    'opt.b2': C.between(0, 1, open_hi=True), 'opt.eps': C.positive(C.MAX_SCALE),
+    'opt.momentum': C.between(0, 1, open_hi=True),
+}
+
+
+def _sizes(train_fraction: float, num_pairs: int) -> tuple[int, int]:
+  """(training, held-out) sequences of the reversal task: 2·both + one-way, and the one-way pairs."""
+  both = int(round(train_fraction * num_pairs))
+  return 2 * both + (num_pairs - both), num_pairs - both
+
+
+RELATIONS = (
+    C.relation(('data.num_pairs', 'data.num_entities', 'tasks'),
+               lambda p, e, t: (3 if 'chain' in t else 2) * p <= e,
+               'data.num_pairs × (3 with the chain task, else 2) disjoint tokens must fit in '
+               'data.num_entities'),
+    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
+               'model.num_heads must divide model.d_model'),
+    C.relation(('data.batch_size', 'data.train_fraction', 'data.num_pairs'),
+               lambda b, f, p: b <= _sizes(f, p)[0],
+               'data.batch_size must be <= the smallest training set (the reversal task\'s '
+               '2·both-ways + one-way pairs)'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  tasks = tuple(config.tasks)
-  config_lib.require(len(tasks) > 0 and set(tasks) <= set(TASKS) and len(set(tasks)) == len(tasks),
-                     'tasks', tasks, f'must be distinct names from {", ".join(TASKS)}')
-  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
-  config_lib.require_positive(config, 'data.num_entities', 'data.num_pairs', 'data.batch_size',
-                              'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr')
-  config_lib.require_nonnegative(config, 'opt.wd')
-  config_lib.require(0 < config.data.train_fraction < 1, 'data.train_fraction',
-                     config.data.train_fraction, 'must be in (0, 1): some pairs must be held out')
-  groups = 3 if 'chain' in tasks else 2
-  config_lib.require(groups * config.data.num_pairs <= config.data.num_entities, 'data.num_pairs',
-                     config.data.num_pairs, f'{groups} disjoint token sets of this size must fit in '
-                     f'data.num_entities={config.data.num_entities}')
-  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
-                     config.model.d_model, 'must be a multiple of model.num_heads')
-  min_train = reversal_sizes(config)[0]
-  config_lib.require(config.data.batch_size <= min_train, 'data.batch_size',
-                     config.data.batch_size, f'must be <= the smallest training set ({min_train})')
+  """Rules beyond `DOMAINS` and `RELATIONS`: none."""
+  del config
 
 
 def reversal_sizes(config) -> tuple[int, int]:
   """(training, held-out) sequences of the reversal task: 2·both + one-way, and the one-way pairs."""
-  both = int(round(config.data.train_fraction * config.data.num_pairs))
-  return 2 * both + (config.data.num_pairs - both), config.data.num_pairs - both
+  return _sizes(config.data.train_fraction, config.data.num_pairs)
 
 
 def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
@@ -194,6 +214,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> s
 
 EXPERIMENT = experiment.Experiment(
     name='reversal_curse', schema=default_config, variants=VARIANTS, check=check_values,
+    domains=DOMAINS, relations=RELATIONS,
     build_task=build_task, report=report,
     parts=experiment.Parts(
         models=('jaxdyn/models/reversal.py', 'jaxdyn/models/transformer.py'),

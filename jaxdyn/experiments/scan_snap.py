@@ -96,16 +96,26 @@ def _thm4(c: ml_collections.ConfigDict) -> None:
 VARIANTS = {'tiny': _tiny, 'fig4': _fig4, 'fig6': _fig6, 'thm4': _thm4}
 
 
+C = config_lib
+
+# Every field's domain (the base groups' come from `experiment.base_domains`); no rule relates them.
+DOMAINS = {
+    'data.num_common': C.positive(1 << 20), 'data.num_distinct_per_next': C.positive(1 << 20),
+    'data.num_last': C.positive(1 << 20), 'data.num_next_per_last': C.positive(1 << 20),
+    'data.seq_len': C.at_least(2, hi=1 << 20),   # at least one context token and the query
+    'data.batch_size': C.positive(1 << 20),
+    'model.zero_init': C.ANY, 'model.residual': C.ANY,
+    'opt.lr_z': C.positive(C.MAX_SCALE), 'opt.lr_y_ratio': C.positive(C.MAX_SCALE),
+    'opt.momentum': C.between(0, 1, open_hi=True),
+    'sweep.lr_z': C.positive(C.MAX_SCALE), 'sweep.lr_y_ratio': C.positive(C.MAX_SCALE),
+    'eval.keep_composition': C.ANY, 'eval.keep_query_logits': C.ANY,
+}
+RELATIONS = ()
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  config_lib.require_positive(
-      config, 'data.num_common', 'data.num_distinct_per_next', 'data.num_last',
-      'data.num_next_per_last', 'data.batch_size', 'opt.lr_z', 'opt.lr_y_ratio', 'sweep.lr_z',
-      'sweep.lr_y_ratio')
-  config_lib.require(config.data.seq_len >= 2, 'data.seq_len', config.data.seq_len,
-                     'must be >= 2 (at least one context token and the query)')
-  config_lib.require(0 <= config.opt.momentum < 1, 'opt.momentum', config.opt.momentum,
-                     'must be in [0, 1)')
+  """Rules beyond `DOMAINS`: none."""
+  del config
 
 
 def token_distribution(config: ml_collections.ConfigDict) -> data_lib.TokenDistribution:
@@ -185,6 +195,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> N
 
 EXPERIMENT = experiment.Experiment(
     name='scan_snap', schema=default_config, variants=VARIANTS, check=check_values,
+    domains=DOMAINS, relations=RELATIONS,
     build_task=build_task, report=report,
     parts=experiment.Parts(
         models=('jaxdyn/models/scan_snap.py',), data=('jaxdyn/data/scan_snap.py',),

@@ -74,27 +74,38 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
 VARIANTS = {'tiny': _tiny}
 
 
+C = config_lib
+
+# Every field's domain (the base groups' come from `experiment.base_domains`).
+DOMAINS = {
+    'data.vocab_size': C.at_least(2, hi=1 << 20),   # <unk> and at least one word
+    'data.punctuation': C.ANY,
+    'data.held_out_fraction': C.between(0, 1, open_lo=True, open_hi=True),
+    'data.seq_len': C.at_least(2, hi=1 << 20),      # attention over at least two positions
+    'data.batch_size': C.positive(1 << 20), 'data.eval_windows': C.positive(1 << 20),
+    'model.num_layers': C.positive(1024), 'model.d_model': C.positive(1 << 16),
+    'model.num_heads': C.positive(1 << 12), 'model.mlp': C.one_of(*transformer.MLP_KINDS),
+    'model.mlp_dim': C.positive(1 << 20), 'model.norm': C.one_of(*transformer.NORM_KINDS),
+    'model.norm_placement': C.one_of(*transformer.NORM_PLACEMENTS),
+    'model.positions': C.one_of(*transformer.POSITION_KINDS), 'model.use_bias': C.ANY,
+    'opt.name': C.one_of(*OPTIMIZERS), 'opt.lr': C.positive(C.MAX_SCALE),
+    'opt.mlp_lr_ratio': C.positive(C.MAX_SCALE), 'opt.momentum': C.between(0, 1, open_hi=True),
+    'opt.clip_norm': C.finite(),   # <= 0: no clipping
+    'sweep.lr': C.positive(C.MAX_SCALE),
+}
+RELATIONS = (
+    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
+               'model.num_heads must divide model.d_model'),
+    C.relation(('model.d_model', 'model.num_heads', 'model.positions'),
+               lambda d, h, p: p != 'rope' or (d // h) % 2 == 0,
+               'RoPE needs an even head dimension (model.d_model / model.num_heads)'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  config_lib.require_positive(config, 'data.vocab_size', 'data.seq_len',
-                              'data.batch_size', 'data.eval_windows', 'model.num_layers',
-                              'model.d_model', 'model.num_heads', 'model.mlp_dim', 'opt.lr',
-                              'opt.mlp_lr_ratio', 'sweep.lr')
-  config_lib.require_choice(config, 'opt.name', OPTIMIZERS)
-  config_lib.require_choice(config, 'model.mlp', transformer.MLP_KINDS)
-  config_lib.require_choice(config, 'model.norm', transformer.NORM_KINDS)
-  config_lib.require_choice(config, 'model.norm_placement', transformer.NORM_PLACEMENTS)
-  config_lib.require_choice(config, 'model.positions', transformer.POSITION_KINDS)
-  config_lib.require(config.data.vocab_size >= 2, 'data.vocab_size', config.data.vocab_size,
-                     'must be >= 2 (<unk> and at least one word)')
-  config_lib.require(config.data.seq_len >= 2, 'data.seq_len', config.data.seq_len,
-                     'must be >= 2 (attention over at least two positions)')
-  config_lib.require(0 < config.data.held_out_fraction < 1, 'data.held_out_fraction',
-                     config.data.held_out_fraction, 'must be in (0, 1)')
-  config_lib.require(0 <= config.opt.momentum < 1, 'opt.momentum', config.opt.momentum,
-                     'must be in [0, 1)')
-  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
-                     config.model.d_model, 'must be a multiple of model.num_heads')
+  """Rules beyond `DOMAINS` and `RELATIONS`: none (the held-out windows are counted when the text
+  is split, `held_out_windows`)."""
+  del config
 
 
 def decoder_config(config: ml_collections.ConfigDict, vocab_size: int) -> transformer.DecoderConfig:
@@ -217,6 +228,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> d
 
 EXPERIMENT = experiment.Experiment(
     name='scan_snap_text', schema=default_config, variants=VARIANTS, check=check_values,
+    domains=DOMAINS, relations=RELATIONS,
     build_task=build_task, report=report,
     parts=experiment.Parts(
         models=('jaxdyn/models/transformer.py',), data=('jaxdyn/data/text.py',),

@@ -328,8 +328,51 @@ def report_from_checkpoint(config: ml_collections.ConfigDict, workdir: str,
   return summary
 
 
+C = config_lib
+
+# Every field's domain (the base groups' come from `experiment.base_domains`); `check_values` adds
+# the rules that depend on the generator.
+DOMAINS = {
+    'data.sizes': C.predicate(
+        lambda s: len(s) > 0 and len(set(s)) == len(s)
+        and all(isinstance(n, int) and not isinstance(n, bool) and 3 <= n <= 256 for n in s),
+        'must be distinct node counts in [3, 256]'),
+    'data.kind': C.one_of(*graphs.GENERATORS),
+    'data.edge_prob': C.between(0, 1),
+    'data.max_edges': C.at_least(2, hi=256 * 255 // 2),
+    'data.num_train': C.positive(10**7), 'data.num_heldout': C.positive(10**7),
+    'data.heldout_fraction': C.between(0, 1, open_lo=True, open_hi=True),
+    'data.seed': C.between(0, 2**31 - 1), 'data.batch_size': C.positive(10**7),
+    'model.num_layers': C.positive(1024), 'model.d_model': C.positive(1 << 20),
+    'model.num_heads': C.positive(1 << 12), 'model.positions': C.one_of('rope', 'learned'),
+    'opt.name': C.one_of(*factory.OPTIMIZERS), 'opt.lr': C.positive(C.MAX_SCALE),
+    'opt.wd': C.nonnegative(C.MAX_SCALE), 'opt.b1': C.between(0, 1, open_hi=True),
+    'opt.b2': C.between(0, 1, open_hi=True), 'opt.eps': C.positive(C.MAX_SCALE),
+    'opt.momentum': C.between(0, 1, open_hi=True), 'opt.schedule': C.one_of(*SCHEDULES),
+    'opt.warmup_steps': C.nonnegative(), 'opt.final_lr_fraction': C.between(0, 1),
+    'analysis.num_graphs': C.positive(10**5), 'analysis.num_orders': C.positive(10**5),
+    'analysis.dims': C.positive(1 << 12).nonempty_list(),
+}
+RELATIONS = (
+    C.relation(('data.max_edges', 'data.sizes'), lambda e, s: e >= max(s) - 1,
+               'a connected graph of the largest size needs at least (nodes - 1) edges'),
+    C.relation(('data.max_edges', 'data.sizes'), lambda e, s: e <= max(s) * (max(s) - 1) // 2,
+               'data.max_edges must be <= the n(n-1)/2 possible edges of the largest graph size'),
+    C.relation(('data.batch_size', 'data.num_train'), lambda b, n: b <= n,
+               'data.batch_size must be <= data.num_train'),
+    C.relation(('opt.warmup_steps', 'train.steps'), lambda w, s: w < s,
+               'opt.warmup_steps must be < train.steps'),
+    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
+               'model.num_heads must divide model.d_model'),
+    C.relation(('model.d_model', 'model.num_heads', 'model.positions'),
+               lambda d, h, p: p != 'rope' or (d // h) % 2 == 0,
+               'RoPE needs an even head dimension (model.d_model / model.num_heads)'),
+)
+
+
 EXPERIMENT = experiment.Experiment(
     name='shortest_path', schema=default_config, variants=VARIANTS, check=check_values,
+    domains=DOMAINS, relations=RELATIONS,
     build_task=build_task, report=write_report,
     parts=experiment.Parts(
         models=('jaxdyn/models/shortest_path.py', 'jaxdyn/models/transformer.py'),

@@ -1,0 +1,77 @@
+"""A run's memory need, estimated from shapes before anything is allocated, against what the machine
+has: a run that cannot fit is refused with both numbers instead of hanging in an allocation.
+
+The estimate is a lower bound: the train state (every member's params, optimizer state and key, from
+`jax.eval_shape` of `program.init_state`), one gradient per member's params, and the task's data
+(already built on the host, copied once to the devices). Activations come on top and are not
+counted, so a refused run certainly does not fit.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import jax
+import numpy as np
+
+from jaxdyn.core import program
+from jaxdyn.core.config import ConfigError
+
+
+def _nbytes(tree) -> int:
+  return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree)
+             if hasattr(x, 'shape') and hasattr(x, 'dtype'))
+
+
+def estimate_bytes(task) -> int:
+  """Bytes the run needs at least: train state + gradients + data (module doc)."""
+  state = jax.eval_shape(functools.partial(program.init_state, task))
+  return (_nbytes(state) + _nbytes(state['members']['params']) + _nbytes(task.data)
+          + _nbytes(task.shared_data))
+
+
+def _host_available() -> int | None:
+  try:
+    with open('/proc/meminfo', encoding='utf-8') as f:
+      for line in f:
+        if line.startswith('MemAvailable:'):
+          return int(line.split()[1]) * 1024
+  except OSError:
+    pass
+  try:
+    return os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES')
+  except (ValueError, OSError, AttributeError):
+    return None
+
+
+def available_bytes() -> tuple[int | None, str]:
+  """(bytes, where): the accelerators' memory summed over the local devices, or the host's available
+  memory on CPU; None where it cannot be told."""
+  devices = jax.local_devices()
+  if devices and devices[0].platform != 'cpu':
+    limits = [(d.memory_stats() or {}).get('bytes_limit') for d in devices]
+    if all(limits):
+      return int(sum(limits)), f'the {len(devices)} local {devices[0].platform} device(s)'
+    return None, ''
+  return _host_available(), "the host's available memory"
+
+
+def _gib(n: int) -> str:
+  return f'{n / 2**30:.3g} GiB'
+
+
+def check_fits(task, config=None) -> None:
+  """Refuses a run whose estimated need (`estimate_bytes`) exceeds what the machine has."""
+  have, where = available_bytes()
+  if have is None:
+    return
+  need = estimate_bytes(task)
+  if need > have:
+    params = program.param_count(task)
+    fits = int(params * have / need)
+    raise ConfigError(
+        f'the run needs at least {_gib(need)} ({params:,} parameters per member x '
+        f'{task.num_members} members, with optimizer state, gradients and data) but {where} holds '
+        f'{_gib(have)}: about {fits:,} parameters per member would fit; shrink the model or the '
+        f'data, or use fewer members (num_seeds, sweep lists)')
