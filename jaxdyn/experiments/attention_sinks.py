@@ -411,7 +411,7 @@ EXPERIMENT = experiment.Experiment(
         models=('jaxdyn/models/attention_sinks.py', 'jaxdyn/models/streaming.py',
                 'jaxdyn/models/transformer.py'),
         data=('jaxdyn/data/text.py',),
-        analysis=('jaxdyn/analysis/attention_sinks.py',),
+        analysis=('jaxdyn/analysis/attention_sinks.py', 'jaxdyn/analysis/attention_sinks_streaming.py'),
         studies=('jaxdyn/studies/attention_sinks_variants.py',),
         launch=('launch/attention_sinks.py', 'launch/streaming_eval.py'),
         benchmarks=('benchmarks/streaming.py',),
