@@ -135,13 +135,14 @@ def _zhu_curriculum(c: ml_collections.ConfigDict) -> None:
 
 
 def _pilot(c: ml_collections.ConfigDict) -> None:
-  """CPU pilot of `superposition`'s curriculum (about 30 minutes on 2 cores): graphs of 12-14
-  nodes, 2 layers d 64, 4 heads, batch 32, 4000 training questions (125 steps an epoch), 32 epochs
-  = 4000 steps: stage 0 (the full path) for 8 epochs, stages 1-4 four epochs each, the last stage
-  (every node a thought, 4 thoughts) from epoch 24; 500 test questions per seed."""
+  """CPU pilot of `superposition`'s curriculum: graphs of 9-12 nodes (Poisson 1.2 parents, each
+  new node on one root's side or the other, p_only 0.5, weights 1 + 3·depth, so that depth-matched
+  distractors exist), 2 layers d 64, 4 heads, batch 32, 4000 training questions (125 steps an
+  epoch), 32 epochs = 4000 steps: stage 0 (the full path) for 8 epochs, stages 1-4 four epochs each,
+  the last stage (every node a thought, 4 thoughts) from epoch 24; 500 test questions per seed."""
   _zhu_curriculum(c)
-  c.data.update(min_nodes=12, max_nodes=14, parent_rate=1.5, p_only=0.5, depth_weight=3.0,
-                max_edges=24, num_entities=4, num_concepts=16, num_train=4_000, num_val=100,
+  c.data.update(min_nodes=9, max_nodes=12, parent_rate=1.2, p_only=0.5, depth_weight=3.0,
+                max_edges=16, num_entities=4, num_concepts=16, num_train=4_000, num_val=100,
                 num_test=500, batch_size=32)
   c.curriculum.update(epochs_per_stage=4, stage0_epochs=8)
   c.model.update(num_layers=2, d_model=64, num_heads=4)
@@ -149,7 +150,35 @@ def _pilot(c: ml_collections.ConfigDict) -> None:
   c.train.update(steps=4_000, eval_every=500, checkpoint_every=1_000, steps_per_dispatch=500)
 
 
-VARIANTS = {'tiny': _tiny, 'paper': _paper, 'pilot': _pilot}
+def _superposition(c: ml_collections.ConfigDict) -> None:
+  """The from-scratch regime of Zhu et al. 2025 ("Reasoning by Superposition", arXiv 2505.12514;
+  "Emergence of Superposition", arXiv 2509.23365) for an accelerator: 2 layers, d_model 768, 8 heads,
+  ProsQA-sized graphs (20-26 nodes, appendix law with Poisson 1.8: 23.4 nodes, 35.8 edges) with
+  answers 3-4 hops away (the 3-4-hop subset), batch 256, AdamW lr 1e-4, 300 epochs of 17,886
+  questions (69 steps an epoch, 20,700 steps), one node token per curriculum stage, 10% of each
+  batch at an earlier stage, no optimizer reset; Coconut, CoT and No-CoT × 3 seeds in one program.
+  Differs from the papers: regenerated graphs (not the published ProsQA files), a symbolic
+  vocabulary, 25 epochs per stage (stages 1-4, then every node a thought from epoch 125; the
+  papers' stage length was not available to us), weight decay 0.01.
+
+  Memory (compile-only, `launch/coconut_memory.py`, float32, 9 members on one device): see
+  docs/experiments/coconut.md; time: about 6·N·tokens = 4.4 TFLOP per member-step (N ≈ 14M
+  non-embedding params, 256 × ~205 tokens), 20,700 steps × 9 members ≈ 0.8 EFLOP, about 1-2 hours
+  on one H100 at 15-30% of its 400 TFLOP/s tf32 peak (10-15 minutes per model); generating the
+  18,686 questions takes about 15 CPU-minutes before training starts."""
+  _zhu_curriculum(c)
+  c.data.update(min_nodes=20, max_nodes=26, parent_rate=1.8, p_only=0.35, depth_weight=1.5,
+                max_edges=60, num_entities=8, num_concepts=128, num_train=17_886, num_val=300,
+                num_test=500, batch_size=256)
+  c.curriculum.update(epochs_per_stage=25, stage0_epochs=0)
+  c.model.update(num_layers=2, d_model=768, num_heads=8)
+  c.opt.update(lr=1e-4)
+  spe = 17_886 // 256
+  c.train.update(steps=300 * spe, eval_every=10 * spe, checkpoint_every=50 * spe,
+                 steps_per_dispatch=10 * spe)
+
+
+VARIANTS = {'tiny': _tiny, 'paper': _paper, 'pilot': _pilot, 'superposition': _superposition}
 
 
 def spec(config) -> prosqa.Spec:
@@ -393,7 +422,8 @@ EXPERIMENT = experiment.Experiment(
         models=('jaxdyn/models/coconut.py', 'jaxdyn/models/transformer.py'),
         data=('jaxdyn/data/prosqa.py',),
         analysis=('jaxdyn/analysis/coconut.py', 'jaxdyn/analysis/superposition.py'),
-        launch=('launch/coconut.py', 'launch/superposition.py'),
+        studies=('jaxdyn/studies/coconut_memory.py',),
+        launch=('launch/coconut.py', 'launch/superposition.py', 'launch/coconut_memory.py'),
         benchmarks=('benchmarks/coconut.py',),
         notebooks=('docs/notebooks/coconut.ipynb',),
         docs='docs/experiments/coconut.md'))
