@@ -1,12 +1,12 @@
 """Per-device memory of a Coconut config's compiled training step (compile only, nothing runs).
 
-  python launch/coconut_memory.py --config=configs/coconut.py:superposition [--microbatches=1,4]
+  python launch/coconut_memory.py --config=configs/coconut.py:superposition
 
-Prints one row per gradient-accumulation setting (`jaxdyn.studies.coconut_memory`): arguments
-(params, AdamW state, data), temporaries, total, compile seconds.
+Prints the row of `jaxdyn.studies.coconut_memory.compile_row`: arguments (params, AdamW state,
+data), temporaries, total, compile seconds, per device.
 """
 
-from absl import app, flags
+from absl import app
 from ml_collections import config_flags
 
 from jaxdyn.studies import coconut_memory
@@ -14,13 +14,11 @@ from jaxdyn.studies import memory_policies as memory
 
 _CONFIG = config_flags.DEFINE_config_file('config', 'configs/coconut.py:superposition',
                                           'Experiment config.')
-_MICRO = flags.DEFINE_list('microbatches', ['1'], 'gradient-accumulation settings to compile')
 
 
 def main(argv):
   del argv
-  for row in coconut_memory.compile_rows(_CONFIG.value, [int(k) for k in _MICRO.value]):
-    print(memory.format_row(row), flush=True)
+  print(memory.format_row(coconut_memory.compile_row(_CONFIG.value)), flush=True)
 
 
 if __name__ == '__main__':

@@ -18,23 +18,20 @@ from jaxdyn.experiments import coconut
 from jaxdyn.studies import memory_policies as memory
 
 
-def compile_rows(config: ml_collections.ConfigDict, microbatches=(1,),
-                 num_train: int = 512) -> list[memory.MemoryRow]:
-  """One `memory_policies.MemoryRow` per gradient-accumulation setting, float32, one device, every
-  member (methods × seeds) in the program."""
+def compile_row(config: ml_collections.ConfigDict, num_train: int = 512) -> memory.MemoryRow:
+  """A `memory_policies.MemoryRow` of the config's training step, float32, one device, every member
+  (methods × seeds) in the program. (Gradient accumulation is not offered: the batch carries the
+  scalar curriculum stage, which `train.microbatches` cannot split.)"""
   c = ml_collections.ConfigDict(config.to_dict())
   c.data.num_train = max(num_train, c.data.batch_size)
   c.data.num_val, c.data.num_test = min(c.data.num_val, 64), min(c.data.num_test, 64)
   coconut.check_config(c)
   task = coconut.EXPERIMENT.build_task(c)
   mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
-  rows = []
-  for k in microbatches:
-    compiled, compile_s = program.compile_chunk(task, mesh, microbatches=k)
-    m = compiled.memory_analysis()
-    rows.append(memory.MemoryRow(
-        policy=f'float32+micro{k}' if k > 1 else 'float32', devices=mesh.size,
-        compile_s=compile_s, argument_gib=m.argument_size_in_bytes / memory.GIB,
-        output_gib=m.output_size_in_bytes / memory.GIB, temp_gib=m.temp_size_in_bytes / memory.GIB,
-        alias_gib=m.alias_size_in_bytes / memory.GIB))
-  return rows
+  compiled, compile_s = program.compile_chunk(task, mesh)
+  m = compiled.memory_analysis()
+  return memory.MemoryRow(
+      policy='float32', devices=mesh.size, compile_s=compile_s,
+      argument_gib=m.argument_size_in_bytes / memory.GIB,
+      output_gib=m.output_size_in_bytes / memory.GIB, temp_gib=m.temp_size_in_bytes / memory.GIB,
+      alias_gib=m.alias_size_in_bytes / memory.GIB)
