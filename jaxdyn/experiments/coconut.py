@@ -10,7 +10,13 @@ curriculum.stage0_epochs epochs where that is set), where an epoch is num_train 
 batch_size steps over a fresh permutation of the training questions; the stage sets how many latent
 slots are present and how many reasoning steps are dropped (`coconut.method_layout`), so the whole
 curriculum is one compiled program. The optimizer is re-created (AdamW state and bias correction)
-every epoch, as the reference's `reset_optimizer: True` does (`curriculum.reset_optimizer`).
+every epoch, as the reference's `reset_optimizer: True` does (`curriculum.reset_optimizer`; `never`
+in Zhu et al.'s regime). `curriculum.step_tokens=node` writes each reasoning step as the path's next
+node token (one node per stage, Zhu et al. 2025) and `curriculum.stage_mix` draws that share of
+each batch at a uniform earlier stage; both default to the earlier behaviour (statements, 0).
+
+Variants: `:tiny` (tests), default (`:cpu`), `:pilot` (Zhu et al.'s curriculum at d 64 on a CPU),
+`:superposition` (their from-scratch regime, for an accelerator), `:paper` (GPT-2 small's shape).
 
 Metrics per evaluation, on the validation and test questions, each method in its inference layout
 (the last stage: Coconut with max_latent_stage · c thoughts; CoT generating its chain):
@@ -19,8 +25,10 @@ Metrics per evaluation, on the validation and test questions, each method in its
   train: loss, token_accuracy, stage
 Report: figures/curves.png, figures/accuracy.png, summary.json and table.md: final test accuracy
 and tokens per method, mean ± sem over seeds, beside the paper's Table 1 (ProsQA columns); in
-summary.json also the thought probes and `diagnose`: per member, accuracy on training against test
-questions, by hops, and the validity of CoT's written chains.
+summary.json also the thought probes, `diagnose` (per member, accuracy on training against test
+questions, by hops, and the validity of CoT's written chains), the thought ablation of every member
+with thoughts (`analysis.coconut.thought_ablation`: accuracy without its thoughts, probes per seed)
+and the test questions' shortcut audit (`prosqa.audit`).
 """
 
 from __future__ import annotations

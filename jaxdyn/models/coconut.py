@@ -11,7 +11,8 @@ latent slot. `continuous_hidden` runs the question and <bot> in one pass into a 
 thoughts in one `lax.scan` (one cached decoder step per thought), then the rest in one pass.
 
 A fixed layout for every example (static shapes; Q question, M = max_latent_stage · c latent slots,
-R = 3 · max_steps + 3 suffix slots), with what is absent masked out and positions counted over the
+R = W · max_steps + 3 suffix slots, a step being W tokens: 3 for the statement `x y .`, 1 for the
+path's next node, `node_steps`), with what is absent masked out and positions counted over the
 tokens present only (so a masked slot changes nothing downstream):
 
   [PAD.. question] <bot> [<latent> × M] <eot> [steps not replaced] ### answer <eos> [PAD..]
@@ -21,7 +22,8 @@ Method layouts (`method_layout`; the paper's Table 1 rows, stage k of the curric
 learned <latent> tokens (no feedback) and drop the steps; Coconut at stage k ≤ max_latent_stage
 drops the first k steps and uses k · c thoughts, past max_latent_stage drops every step and uses
 max_latent_stage · c thoughts (the reference's `pad_latent_to_max`); without curriculum it starts at
-that last stage; "pause as thought" is the curriculum with pause tokens.
+that last stage; "pause as thought" is the curriculum with pause tokens. `mixed_stages` draws a share
+of a batch at earlier stages (Zhu et al. 2025).
 """
 
 from __future__ import annotations
