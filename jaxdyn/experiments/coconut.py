@@ -169,11 +169,12 @@ def _superposition(c: ml_collections.ConfigDict) -> None:
   vocabulary, 25 epochs per stage (stages 1-4, then every node a thought from epoch 125; the
   papers' stage length was not available to us), weight decay 0.01.
 
-  Memory (compile-only, `launch/coconut_memory.py`, float32, 9 members on one device): see
-  docs/experiments/coconut.md; time: about 6·N·tokens = 4.4 TFLOP per member-step (N ≈ 14M
-  non-embedding params, 256 × ~205 tokens), 20,700 steps × 9 members ≈ 0.8 EFLOP, about 1-2 hours
-  on one H100 at 15-30% of its 400 TFLOP/s tf32 peak (10-15 minutes per model); generating the
-  18,686 questions takes about 15 CPU-minutes before training starts."""
+  Memory (compile-only, `launch/coconut_memory.py`, float32, the 9 members on one device):
+  @@MEM@@. Time, estimated from FLOPs (not measured): 6 · N · tokens ≈ 4.3 TFLOP per member-step
+  (N ≈ 14.2M non-embedding params, 256 × 198 tokens), × 9 members × 20,700 steps ≈ 0.8 EFLOP: about
+  1.5-3 hours on one H100 at 15-30% of its ~495 TFLOP/s dense tf32 peak (10-20 minutes per model);
+  generating the 18,686 questions takes about 15 CPU-minutes before training starts.
+  """
   _zhu_curriculum(c)
   c.data.update(min_nodes=20, max_nodes=26, parent_rate=1.8, p_only=0.35, depth_weight=1.5,
                 max_edges=60, num_entities=8, num_concepts=128, num_train=17_886, num_val=300,
