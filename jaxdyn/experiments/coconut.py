@@ -266,9 +266,15 @@ def decoder_config(config):
 FIELDS = ('question', 'steps', 'num_steps', 'target')
 
 
+_DATASETS: dict = {}   # the last config's datasets: the task and the report read the same questions
+
+
 def datasets(config) -> dict[str, dict[str, np.ndarray]]:
   """{'train', 'val', 'test'}: `prosqa.make_dataset` with seeds data.seed + 0, 1, 2 (with
   curriculum.step_tokens=node, 'steps' holds the path's node tokens, B×S×1)."""
+  key = (repr(sorted(config.data.to_dict().items())), config.curriculum.step_tokens)
+  if key in _DATASETS:
+    return _DATASETS[key]
   d, s = config.data, spec(config)
   out = {name: prosqa.make_dataset(d.seed + i, size, s)
          for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
@@ -276,6 +282,8 @@ def datasets(config) -> dict[str, dict[str, np.ndarray]]:
   if config.curriculum.step_tokens == 'node':
     for split in out.values():
       split['steps'] = model_lib.node_steps(split['steps'])
+  _DATASETS.clear()
+  _DATASETS[key] = out
   return out
 
 
