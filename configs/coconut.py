@@ -5,6 +5,10 @@
   --config=configs/coconut.py:tiny    seconds: graphs of 5-7 nodes, 1 layer d 16, every method, 4 steps
   --config=configs/coconut.py:paper   the published setting: ≈ 23-node graphs, 17,886 questions,
                                       GPT-2 small's shape from scratch, 50 epochs, 3 seeds
+  --config=configs/coconut.py:pilot   Zhu et al.'s curriculum on a CPU: 9-12 nodes, answers 3-4 hops,
+                                      2 layers d 64, batch 32, 4000 steps; Coconut, CoT, No-CoT × 3 seeds
+  --config=configs/coconut.py:superposition   Zhu et al.'s from-scratch regime for an accelerator:
+                                      2 layers d 768, 8 heads, batch 256, lr 1e-4, 300 epochs
 
 The variants are defined in the experiment (`jaxdyn.experiments.coconut.VARIANTS`), so that a
 notebook gets the same configs without this file.

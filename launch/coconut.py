@@ -37,6 +37,9 @@ def main(argv):
   if summary['probes']:
     print(probes.describe_probes(summary['probes']))
   print(probes.describe_diagnosis(summary['diagnosis']))
+  if summary['ablation']:
+    print(probes.describe_ablation(summary['ablation']))
+  print('data audit (held-out accuracy of candidate features; 0.5 chance):', summary['data_audit'])
 
 
 if __name__ == '__main__':

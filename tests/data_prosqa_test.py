@@ -2,6 +2,8 @@
 roots), answers and chains checked by an independent BFS, path counts by enumeration, the token
 layout, and the statistics against the slide's."""
 
+import dataclasses
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
@@ -65,6 +67,12 @@ class GeneratorTest(parameterized.TestCase):
       from0, from1 = reach(adj, 0), reach(adj, 1)
       self.assertTrue(from0[target] and not from1[target])
       self.assertTrue(from1[distractor] and not from0[distractor])
+      # Both candidates are leaves, the distractor is not a root (as in the published test set),
+      # and with match_depth it has the answer's longest path from a root and nearest-root distance.
+      self.assertFalse(adj[target].any() or adj[distractor].any())
+      self.assertTrue(adj[:, distractor].any())
+      features, _ = prosqa.candidate_features({k: v[b:b + 1] for k, v in d.items()})
+      np.testing.assert_array_equal(features[0, 0, [0, 2]], features[0, 1, [0, 2]])
       paths = all_paths(adj, 0, target)
       shortest = min(len(p) for p in paths) - 1
       self.assertEqual(d['num_steps'][b], shortest)
@@ -109,6 +117,48 @@ class GeneratorTest(parameterized.TestCase):
     self.assertAlmostEqual(stats['edges'], prosqa.PUBLISHED_STATS['edges'], delta=2.5)
     self.assertBetween(stats['shortest_path_len'], 3.0, 3.8)
     self.assertBetween(stats['num_shortest_paths'], 1.2, 1.8)
+
+  def test_candidate_features_by_enumeration(self):
+    d = prosqa.make_dataset(8, 40, dataclasses.replace(SMALL, match_depth=False))
+    features, first_is_answer = prosqa.candidate_features(d)
+    for b in range(40):
+      n = d['num_nodes'][b]
+      adj = d['adj'][b, :n, :n]
+      tok = d['node_token'][b, :n]
+      roots = np.flatnonzero(~adj.any(0))
+      first, second = d['question'][b, -3], d['question'][b, -2]
+      self.assertEqual(first_is_answer[b], first == d['target'][b])
+      for j, t in enumerate((first, second)):
+        v = int(np.flatnonzero(tok == t)[0])
+        paths = [len(p) - 1 for r in roots for p in all_paths(adj, r, v)]
+        self.assertEqual(features[b, j, 0], max(paths))
+        self.assertEqual(features[b, j, 1], adj[:, v].sum())
+        self.assertEqual(features[b, j, 2], min(paths))
+
+  def test_audit_at_the_generator_settings(self):
+    # The default (:cpu) setting of configs/coconut.py: no simple candidate feature, nor a logistic
+    # probe on them, answers held-out questions at more than 0.75 (the published test set's
+    # "longer path from a root" rule: 0.732). The same graphs with an unmatched distractor (leaves
+    # both, distractor never a root) fail it: the answer, the deepest reachable leaf, is the
+    # deeper candidate.
+    cpu = prosqa.Spec(min_nodes=6, max_nodes=8, parent_rate=1.8, min_hops=2, answer='deepest',
+                      max_edges=12, max_steps=4, num_entities=4, num_concepts=16)
+    audit = prosqa.audit(prosqa.make_dataset(0, 600, cpu))
+    self.assertLessEqual(audit['best'], 0.75, audit)
+    unmatched = prosqa.audit(prosqa.make_dataset(0, 600, dataclasses.replace(cpu,
+                                                                              match_depth=False)))
+    self.assertGreater(unmatched['best'], 0.85, unmatched)
+
+  def test_audit_finds_a_planted_shortcut(self):
+    # The first candidate is the answer exactly when it has more parents: the probe finds it.
+    d = prosqa.make_dataset(9, 400, dataclasses.replace(SMALL, match_depth=False))
+    features, first_is_answer = prosqa.candidate_features(d)
+    keep = features[:, 0, 1] != features[:, 1, 1]
+    planted = {k: v[keep] for k, v in d.items()}
+    wins = (features[keep, 0, 1] > features[keep, 1, 1])
+    planted['target'] = np.where(wins, planted['question'][:, -3], planted['question'][:, -2])
+    self.assertGreaterEqual(prosqa.audit(planted)['probe'], 0.95)
+    self.assertEqual(prosqa.audit(planted)['fewer_parents'], 0.0)
 
   def test_bad_specs(self):
     with self.assertRaisesRegex(ValueError, 'num_concepts'):

@@ -224,6 +224,37 @@ class LayoutTest(parameterized.TestCase):
     cot = sequence(d, 0, 0, False, False)
     self.assertEqual(int(cot.prev_BxT[0, q + M + 2]), q - 1)    # no markers: the question's end
 
+  def test_node_steps(self):
+    # One node token per step (Zhu et al. 2025): stage k drops the first k nodes of the path.
+    d = batch(seed=3)
+    nodes = {**d, 'steps': coconut.node_steps(d['steps'])}
+    q = SPEC.question_len
+    _, suffix_start, t = coconut.layout_sizes(q, M, SPEC.max_steps, step_width=1)
+    self.assertEqual(t, suffix_start + SPEC.max_steps + 3)
+    seq = jax.jit(coconut.build_sequence, static_argnums=(8,))(
+        nodes['question'], nodes['steps'], nodes['num_steps'], nodes['target'],
+        jnp.full((B,), 1), jnp.full((B,), 1), jnp.ones((B,), bool), jnp.ones((B,), bool), M)
+    self.assertEqual(seq.tokens_BxT.shape[1], t)
+    for b in range(B):
+      n = int(d['num_steps'][b])
+      path = np.asarray(d['steps'][b, :n, 1])   # the path's nodes after the entity
+      want = list(path[1:]) + [prosqa.ANS, int(d['target'][b]), prosqa.EOS]
+      got = np.asarray(seq.tokens_BxT[b, suffix_start:])
+      np.testing.assert_array_equal(got[:len(want)], want)
+      self.assertEqual(int(np.asarray(seq.loss_BxT[b]).sum()), len(want))
+      self.assertEqual(path[-1], d['target'][b])
+
+  def test_mixed_stages(self):
+    key = jax.random.key(0)
+    # Stage 0: never mixed; past max_latent_stage: earlier stages 0..max_latent_stage.
+    np.testing.assert_array_equal(coconut.mixed_stages(key, 0, 64, 1.0, 4), 0)
+    draws = np.asarray(coconut.mixed_stages(key, 9, 4000, 0.1, 4))
+    self.assertAlmostEqual(np.mean(draws != 9), 0.1, delta=0.015)
+    self.assertEqual(set(draws[draws != 9].tolist()), {0, 1, 2, 3, 4})
+    draws = np.asarray(coconut.mixed_stages(key, 2, 4000, 0.5, 4))
+    self.assertEqual(set(draws.tolist()), {0, 1, 2})
+    np.testing.assert_array_equal(coconut.mixed_stages(key, 3, 64, 0.0, 4), 3)
+
   @parameterized.parameters(('coconut', 2), ('cot', coconut.INFERENCE_STAGE), ('pause', 0))
   def test_method_sequence_is_the_methods_layout(self, method, stage):
     d = batch(seed=2)

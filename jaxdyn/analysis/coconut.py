@@ -388,8 +388,65 @@ def diagnose(layout: model_lib.Layout, params_S, methods: Sequence[str], seeds: 
     gen = np.asarray(_generate_members(layout, params_S, rows, ids))
     for i, name in enumerate(methods):
       out.append({'method': name, 'seed': int(seeds[i]), 'split': split,
-                  **answer_diagnostics(gen[i], d, with_chain=name == 'cot')})
+                  **answer_diagnostics(gen[i], d,
+                                       with_chain=name == 'cot' and d['steps'].shape[2] == 3)})
   return out
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _generate_without_thoughts(layout: model_lib.Layout, params, rows):
+  """B×G greedy generations with <bot> <eot> and no thought between them (every step dropped)."""
+  b = rows['target'].shape[0]
+  full = lambda v: jnp.full((b,), v)
+  seq = model_lib.build_sequence(rows['question'], rows['steps'], rows['num_steps'],
+                                 rows['target'], full(0), full(model_lib.ALL_STEPS), full(True),
+                                 full(True), layout.max_latents)
+  return model_lib.generate(layout.cfg, params, seq, layout.first_latent, layout.max_latents,
+                            layout.max_new_tokens)
+
+
+THOUGHT_METHODS = ('coconut', 'coconut_no_curriculum', 'pause_as_thought')
+
+
+def thought_ablation(layout: model_lib.Layout, params_S, methods: Sequence[str],
+                     seeds: Sequence[int], test: dict, num: int = 500) -> list[dict]:
+  """Per member with thoughts (`THOUGHT_METHODS`), on the first `num` test questions: accuracy
+  with its thoughts and with them removed at test time (<bot> <eot> and the answer), and the
+  probes of its trained thoughts (`probe`: mean thought · node embedding per group and thought,
+  the share of questions ordered frontier > reachable > unreachable per thought). Coconut's claim
+  (Hao et al. 2024; Zhu et al. 2025): the thoughts carry the search, so removing them costs
+  accuracy, and each thought scores the frontier above the other reachable nodes above the
+  unreachable ones."""
+  d = {k: v[:num] for k, v in test.items()}
+  rows = {k: jnp.asarray(d[k]) for k in ('question', 'steps', 'num_steps', 'target')}
+  out = []
+  for i, name in enumerate(methods):
+    if name not in THOUGHT_METHODS:
+      continue
+    params = jax.tree.map(lambda a, i=i: a[i], params_S)
+    with_t = np.asarray(layout.generate(params, rows, jnp.int32(model_lib.METHODS.index(name))))
+    without = np.asarray(_generate_without_thoughts(layout, params, rows))
+    target = np.asarray(d['target'])
+    p = probe(layout, params, d, name, num)
+    out.append({'method': name, 'seed': int(seeds[i]), 'questions': int(len(target)),
+                'accuracy': float(np.mean(named_answers(with_t) == target)),
+                'accuracy_without_thoughts': float(np.mean(named_answers(without) == target)),
+                'scores_MxGroup': np.asarray(p['scores']).tolist(),
+                'ordering_rate_M': np.asarray(p['ordering_rate']).tolist()})
+  return out
+
+
+def describe_ablation(rows: Sequence[Mapping]) -> str:
+  """Text of `thought_ablation`'s rows."""
+  lines = ['thoughts removed at test time, and probes (frontier / reachable / unreachable):']
+  for r in rows:
+    scores = '; '.join(f't{j}: ' + ' / '.join(f'{v:.2f}' for v in row)
+                       for j, row in enumerate(r['scores_MxGroup']))
+    order = ', '.join(f'{v:.2f}' for v in r['ordering_rate_M'])
+    lines.append(f"  {r['method']} seed {r['seed']}: {100 * r['accuracy']:.1f}% with thoughts, "
+                 f"{100 * r['accuracy_without_thoughts']:.1f}% without; scores {scores}; ordered "
+                 f"in {order} of questions")
+  return '\n'.join(lines)
 
 
 def probe_report(layout: model_lib.Layout, params_S, members: Sequence[dict],

@@ -11,9 +11,12 @@ Graph (the appendix's construction, written from its description; numpy, seeded)
   k = min(k, #candidates) distinct parents are drawn with weights 1 + `depth_weight` · depth(c)
   (depth: BFS distance from the nearest root, so deep nodes grow long chains); its label is the OR
   of its parents' labels.
-Question: node 0 is the entity ("Tom"), the answer a node of group 1 (reachable from 0, not from 1),
-the distractor a node of group 2 (reachable from 1, not from 0): "Is Tom a <answer> or <distractor>?"
-in a random order. The reasoning chain is one shortest path 0 → answer, chosen uniformly among the
+Question: node 0 is the entity ("Tom"), the answer a leaf of group 1 (reachable from 0, not from 1),
+the distractor a leaf of group 2 (reachable from 1, not from 0) other than the root 1: "Is Tom a
+<answer> or <distractor>?" in a random order. Both candidates are leaves and the distractor is never
+a root, as in the published ProsQA test set; otherwise simple features of the two candidates give
+the answer away without search (the other root as distractor: "the candidate with the longer path
+from a root" was right on 95.8% of questions; `audit` measures such shortcuts). The reasoning chain is one shortest path 0 → answer, chosen uniformly among the
 shortest paths, written as statements "Tom is a c1. Every c1 is a c2. ...".
 
 Tokens (a symbolic vocabulary instead of GPT-2's BPE; one token per word that carries information):
@@ -61,6 +64,7 @@ class Spec:
   depth_weight: float = 1.5
   min_hops: int = 1
   answer: str = 'any'   # any: a uniform node of group 1; deepest: uniform among its farthest ones
+  match_depth: bool = True   # the distractor has the answer's root distances (`root_depths`)
   max_edges: int = 60
   max_steps: int = 12
   num_entities: int = 8
@@ -176,9 +180,23 @@ def sample_shortest_path(rng, children, parents, dist, target) -> list[int]:
   return path[::-1]
 
 
+def root_depths(parents: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+  """Per node (in topological order), the longest path from a root and the distance to the nearest
+  root, where roots are the nodes without parents."""
+  n = len(parents)
+  longest, nearest = np.zeros(n, np.int64), np.zeros(n, np.int64)
+  for v, ps in enumerate(parents):
+    if ps:
+      longest[v] = 1 + max(longest[p] for p in ps)
+      nearest[v] = 1 + min(nearest[p] for p in ps)
+  return longest, nearest
+
+
 def sample_question(rng: np.random.Generator, spec: Spec) -> dict:
   """One question (graph, entity, answer, distractor, chain) as python objects; redraws until the
-  graph has an answer at >= min_hops, a distractor, at most max_edges edges and max_steps steps."""
+  graph has an answer leaf at min_hops..max_steps hops, a distractor leaf that is not a root (with
+  `match_depth`, one whose longest path from a root and distance to the nearest root equal some
+  answer's), at most max_edges edges."""
   while True:
     n = int(rng.integers(spec.min_nodes, spec.max_nodes + 1))
     parents, labels, _ = sample_dag(rng, n, spec.parent_rate, spec.p_only, spec.depth_weight)
@@ -188,13 +206,22 @@ def sample_question(rng: np.random.Generator, spec: Spec) -> dict:
         children[p].append(v)
     num_edges = sum(len(p) for p in parents)
     dist = bfs_dist(children, 0)
-    answers = [v for v in range(1, n) if labels[v] == 1 and spec.min_hops <= dist[v] <= spec.max_steps]
-    distractors = [v for v in range(1, n) if labels[v] == 2]
+    leaf = [not children[v] for v in range(n)]
+    answers = [v for v in range(1, n) if labels[v] == 1 and leaf[v]
+               and spec.min_hops <= dist[v] <= spec.max_steps]
+    distractors = [v for v in range(2, n) if labels[v] == 2 and leaf[v] and parents[v]]
+    if spec.match_depth and answers and distractors:
+      longest, nearest = root_depths(parents)
+      key = lambda v: (longest[v], nearest[v])
+      common = {key(v) for v in answers} & {key(v) for v in distractors}
+      answers = [v for v in answers if key(v) in common]
+    if spec.answer == 'deepest' and answers:
+      answers = [v for v in answers if dist[v] == max(dist[u] for u in answers)]
     if not answers or not distractors or num_edges > spec.max_edges or num_edges == 0:
       continue
-    if spec.answer == 'deepest':
-      answers = [v for v in answers if dist[v] == max(dist[u] for u in answers)]
     target = int(rng.choice(answers))
+    if spec.match_depth:
+      distractors = [v for v in distractors if key(v) == key(target)]
     distractor = int(rng.choice(distractors))
     path = sample_shortest_path(rng, children, parents, dist, target)
     return dict(parents=parents, children=children, labels=labels, dist=dist, target=target,
@@ -262,3 +289,74 @@ def decode(tokens, spec: Spec) -> str:
     else:
       words.append(f'C{t - len(SPECIALS) - spec.num_entities}')
   return ' '.join(words)
+
+
+# ----------------------------------------------------------------------------------------------
+# The shortcut audit
+
+FEATURES = ('longest_path_from_a_root', 'parent_count', 'distance_to_nearest_root')
+
+
+def candidate_features(data: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+  """Per question, the features `FEATURES` of its two candidates in the question's order
+  (B×2×3), and whether the first one is the answer (B,). Roots are the nodes without parents (the
+  two labelled roots and every parentless node); the features read the graph only, never which
+  root the entity is."""
+  size = len(data['target'])
+  feats = np.zeros((size, 2, len(FEATURES)))
+  first_is_answer = np.zeros(size, bool)
+  for b in range(size):
+    n = int(data['num_nodes'][b])
+    adj = data['adj'][b, :n, :n]
+    tok = data['node_token'][b, :n]
+    parents = adj.sum(0)
+    longest = np.zeros(n)
+    nearest = np.where(parents == 0, 0.0, np.inf)
+    for v in range(n):   # nodes are in topological order (parents precede children)
+      ps = np.flatnonzero(adj[:, v])
+      if len(ps):
+        longest[v] = 1 + longest[ps].max()
+        nearest[v] = 1 + nearest[ps].min()
+    first, second = data['question'][b, -3], data['question'][b, -2]
+    for j, t in enumerate((first, second)):
+      v = int(np.flatnonzero(tok == t)[0])
+      feats[b, j] = (longest[v], parents[v], nearest[v])
+    first_is_answer[b] = first == data['target'][b]
+  return feats, first_is_answer
+
+
+def logistic_fit(x_BxF: np.ndarray, y_B: np.ndarray, l2: float = 1e-3,
+                 iters: int = 50) -> np.ndarray:
+  """L2-regularised logistic regression by Newton's method (weights F+1, the bias last)."""
+  x = np.concatenate([x_BxF, np.ones((len(x_BxF), 1))], 1)
+  w = np.zeros(x.shape[1])
+  for _ in range(iters):
+    p = 1 / (1 + np.exp(-np.clip(x @ w, -30, 30)))
+    grad = x.T @ (p - y_B) / len(y_B) + l2 * w
+    hess = (x.T * (p * (1 - p))) @ x / len(y_B) + l2 * np.eye(len(w))
+    w = w - np.linalg.solve(hess, grad)
+  return w
+
+
+def audit(data: dict[str, np.ndarray], train_fraction: float = 0.5) -> dict[str, float]:
+  """How well simple features of the two candidates answer without search, on held-out questions.
+
+  Rules (no fitting): 'longer_path' answers the candidate with the longer path from a root,
+  'fewer_parents' the one with fewer parents, 'farther_root' the one farther from its nearest root
+  (ties: the first candidate). 'probe': a logistic regression on both candidates' features and
+  their differences, fitted on the first `train_fraction` of the questions and scored on the rest;
+  'best' the largest of these held-out accuracies. On the published ProsQA test set 'longer_path'
+  is right on 73.2% of questions; chance is 0.5."""
+  feats, y = candidate_features(data)
+  diff = feats[:, 0] - feats[:, 1]
+  x = np.concatenate([feats.reshape(len(y), -1), diff], 1)
+  x = (x - x.mean(0)) / np.maximum(x.std(0), 1e-9)
+  cut = int(train_fraction * len(y))
+  w = logistic_fit(x[:cut], y[:cut].astype(float))
+  pred = np.concatenate([x[cut:], np.ones((len(y) - cut, 1))], 1) @ w > 0
+  held = slice(cut, None)
+  out = {'probe': float(np.mean(pred == y[held]))}
+  for name, col, sign in (('longer_path', 0, 1), ('fewer_parents', 1, -1), ('farther_root', 2, 1)):
+    out[name] = float(np.mean((sign * diff[held, col] >= 0) == y[held]))
+  out['best'] = max(out.values())
+  return out

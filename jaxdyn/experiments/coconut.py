@@ -10,7 +10,13 @@ curriculum.stage0_epochs epochs where that is set), where an epoch is num_train 
 batch_size steps over a fresh permutation of the training questions; the stage sets how many latent
 slots are present and how many reasoning steps are dropped (`coconut.method_layout`), so the whole
 curriculum is one compiled program. The optimizer is re-created (AdamW state and bias correction)
-every epoch, as the reference's `reset_optimizer: True` does (`curriculum.reset_optimizer`).
+every epoch, as the reference's `reset_optimizer: True` does (`curriculum.reset_optimizer`; `never`
+in Zhu et al.'s regime). `curriculum.step_tokens=node` writes each reasoning step as the path's next
+node token (one node per stage, Zhu et al. 2025) and `curriculum.stage_mix` draws that share of
+each batch at a uniform earlier stage; both default to the earlier behaviour (statements, 0).
+
+Variants: `:tiny` (tests), default (`:cpu`), `:pilot` (Zhu et al.'s curriculum at d 64 on a CPU),
+`:superposition` (their from-scratch regime, for an accelerator), `:paper` (GPT-2 small's shape).
 
 Metrics per evaluation, on the validation and test questions, each method in its inference layout
 (the last stage: Coconut with max_latent_stage · c thoughts; CoT generating its chain):
@@ -19,8 +25,10 @@ Metrics per evaluation, on the validation and test questions, each method in its
   train: loss, token_accuracy, stage
 Report: figures/curves.png, figures/accuracy.png, summary.json and table.md: final test accuracy
 and tokens per method, mean ± sem over seeds, beside the paper's Table 1 (ProsQA columns); in
-summary.json also the thought probes and `diagnose`: per member, accuracy on training against test
-questions, by hops, and the validity of CoT's written chains.
+summary.json also the thought probes, `diagnose` (per member, accuracy on training against test
+questions, by hops, and the validity of CoT's written chains), the thought ablation of every member
+with thoughts (`analysis.coconut.thought_ablation`: accuracy without its thoughts, probes per seed)
+and the test questions' shortcut audit (`prosqa.audit`).
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ PAPER_TABLE = {'cot': (77.5, 1.9, 49.4), 'no_cot': (76.7, 1.0, 8.2), 'icot': (98
                'pause': (75.9, 0.7, 8.2), 'coconut': (97.0, 0.3, 14.2),
                'coconut_no_curriculum': (76.1, 0.2, 14.2), 'pause_as_thought': (96.6, 0.8, 8.2)}
 RESETS = ('epoch', 'stage', 'never')
+STEP_TOKENS = ('statement', 'node')
 DEFAULT_METHODS = ('cot', 'no_cot', 'pause', 'coconut', 'coconut_no_curriculum')
 
 
@@ -68,6 +77,7 @@ def default_config() -> ml_collections.ConfigDict:
       depth_weight=1.5,           # parent weight 1 + depth_weight · depth (appendix)
       min_hops=2,                 # answers closer to the entity are redrawn (1 hop: a lookup)
       answer='deepest',           # any | deepest node of group 1 (prosqa.ANSWER_CHOICES)
+      match_depth=True,           # distractor at the answer's root distances (prosqa.Spec)
       max_edges=12,               # graphs with more edges are redrawn (sets the question length)
       max_steps=4,                # longest reasoning chain kept (sets the suffix length)
       num_entities=4, num_concepts=16,
@@ -79,8 +89,10 @@ def default_config() -> ml_collections.ConfigDict:
       max_latent_stage=2,         # last stage with steps left (reference: 6)
       epochs_per_stage=2,         # reference: 5
       stage0_epochs=0,            # epochs of stage 0 (the full chain); 0: epochs_per_stage
-      reset_optimizer='stage'))   # epoch (reference) | stage | never; per epoch would restart
+      reset_optimizer='stage',    # epoch (reference) | stage | never; per epoch would restart
                                   # AdamW's moments 8 times in this run
+      step_tokens='statement',    # statement: a step is `x y .`; node: the path's next node
+      stage_mix=0.0))             # share of examples drawn at a uniform earlier stage
   c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=64, num_heads=4))
   c.opt = ml_collections.ConfigDict(dict(lr=1e-3, wd=0.01, b1=0.9, b2=0.999, eps=1e-8))
   c.eval = ml_collections.ConfigDict(dict(max_new_tokens=0))   # 0: 3 · max_steps + 3 (CoT's)
@@ -118,14 +130,71 @@ def _paper(c: ml_collections.ConfigDict) -> None:
                  checkpoint_every=5 * steps_per_epoch, steps_per_dispatch=steps_per_epoch)
 
 
-VARIANTS = {'tiny': _tiny, 'paper': _paper}
+def _zhu_curriculum(c: ml_collections.ConfigDict) -> None:
+  """The curriculum of Zhu et al. 2025 (arXiv 2505.12514, 2509.23365) as we read it: each stage
+  replaces one node token of the path by one thought (c 1), 10% of each batch drawn at an earlier
+  stage, the optimizer never reset; answers 3-4 hops away, four thought stages; Coconut, CoT and
+  No-CoT."""
+  c.methods = ('coconut', 'cot', 'no_cot')
+  c.num_seeds = 3
+  c.data.update(min_hops=3, max_steps=4, answer='deepest', match_depth=True)
+  c.curriculum.update(c_thought=1, max_latent_stage=4, step_tokens='node', stage_mix=0.1,
+                      reset_optimizer='never', stage0_epochs=0)
+
+
+def _pilot(c: ml_collections.ConfigDict) -> None:
+  """CPU pilot of `superposition`'s curriculum: graphs of 9-12 nodes (Poisson 1.2 parents, each
+  new node on one root's side or the other, p_only 0.5, weights 1 + 3·depth, so that depth-matched
+  distractors exist), 2 layers d 64, 4 heads, batch 32, 4000 training questions (125 steps an
+  epoch), 32 epochs = 4000 steps: stage 0 (the full path) for 8 epochs, stages 1-4 four epochs each,
+  the last stage (every node a thought, 4 thoughts) from epoch 24; 500 test questions per seed."""
+  _zhu_curriculum(c)
+  c.data.update(min_nodes=9, max_nodes=12, parent_rate=1.2, p_only=0.5, depth_weight=3.0,
+                max_edges=16, num_entities=4, num_concepts=16, num_train=4_000, num_val=100,
+                num_test=500, batch_size=32)
+  c.curriculum.update(epochs_per_stage=4, stage0_epochs=8)
+  c.model.update(num_layers=2, d_model=64, num_heads=4)
+  c.opt.update(lr=1e-3)
+  c.train.update(steps=4_000, eval_every=500, checkpoint_every=1_000, steps_per_dispatch=500)
+
+
+def _superposition(c: ml_collections.ConfigDict) -> None:
+  """The from-scratch regime of Zhu et al. 2025 ("Reasoning by Superposition", arXiv 2505.12514;
+  "Emergence of Superposition", arXiv 2509.23365) for an accelerator: 2 layers, d_model 768, 8 heads,
+  ProsQA-sized graphs (20-26 nodes, appendix law with Poisson 1.8: 23.4 nodes, 35.8 edges) with
+  answers 3-4 hops away (the 3-4-hop subset), batch 256, AdamW lr 1e-4, 300 epochs of 17,886
+  questions (69 steps an epoch, 20,700 steps), one node token per curriculum stage, 10% of each
+  batch at an earlier stage, no optimizer reset; Coconut, CoT and No-CoT × 3 seeds in one program.
+  Differs from the papers: regenerated graphs (not the published ProsQA files), a symbolic
+  vocabulary, 25 epochs per stage (stages 1-4, then every node a thought from epoch 125; the
+  papers' stage length was not available to us), weight decay 0.01.
+
+  Memory (compile-only, `launch/coconut_memory.py`, float32, the 9 members on one device, compiled
+  on CPU): arguments 1.45 GiB, temporaries 25.14 GiB, total 26.60 GiB: one 80 GB H100. Time, estimated from FLOPs (not measured): 6 · N · tokens ≈ 4.3 TFLOP per member-step
+  (N ≈ 14.2M non-embedding params, 256 × 198 tokens), × 9 members × 20,700 steps ≈ 0.8 EFLOP: about
+  1.5-3 hours on one H100 at 15-30% of its ~495 TFLOP/s dense tf32 peak (10-20 minutes per model);
+  generating the 18,686 questions takes about 15 CPU-minutes before training starts.
+  """
+  _zhu_curriculum(c)
+  c.data.update(min_nodes=20, max_nodes=26, parent_rate=1.8, p_only=0.35, depth_weight=1.5,
+                max_edges=60, num_entities=8, num_concepts=128, num_train=17_886, num_val=300,
+                num_test=500, batch_size=256)
+  c.curriculum.update(epochs_per_stage=25, stage0_epochs=0)
+  c.model.update(num_layers=2, d_model=768, num_heads=8)
+  c.opt.update(lr=1e-4)
+  spe = 17_886 // 256
+  c.train.update(steps=300 * spe, eval_every=10 * spe, checkpoint_every=50 * spe,
+                 steps_per_dispatch=10 * spe)
+
+
+VARIANTS = {'tiny': _tiny, 'paper': _paper, 'pilot': _pilot, 'superposition': _superposition}
 
 
 def spec(config) -> prosqa.Spec:
   d = config.data
   return prosqa.Spec(min_nodes=d.min_nodes, max_nodes=d.max_nodes, parent_rate=d.parent_rate,
                      p_only=d.p_only, depth_weight=d.depth_weight, min_hops=d.min_hops,
-                     answer=d.answer, max_edges=d.max_edges, max_steps=d.max_steps,
+                     answer=d.answer, match_depth=d.match_depth, max_edges=d.max_edges, max_steps=d.max_steps,
                      num_entities=d.num_entities, num_concepts=d.num_concepts)
 
 
@@ -154,6 +223,9 @@ def check_values(config: ml_collections.ConfigDict) -> None:
   config_lib.require(d.batch_size <= d.num_train, 'data.batch_size', d.batch_size,
                      f'must be <= data.num_train={d.num_train}')
   config_lib.require_choice(config, 'curriculum.reset_optimizer', RESETS)
+  config_lib.require_choice(config, 'curriculum.step_tokens', STEP_TOKENS)
+  config_lib.require(0 <= config.curriculum.stage_mix <= 1, 'curriculum.stage_mix',
+                     config.curriculum.stage_mix, 'must be in [0, 1]')
   config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
                      config.model.d_model, 'must be a multiple of model.num_heads')
   config_lib.require(config.eval.max_new_tokens == 0 or config.eval.max_new_tokens >= 3,
@@ -169,14 +241,18 @@ def steps_per_epoch(config) -> int:
   return config.data.num_train // config.data.batch_size
 
 
+def step_width(config) -> int:
+  return {'statement': 3, 'node': 1}[config.curriculum.step_tokens]
+
+
 def max_new_tokens(config) -> int:
-  return config.eval.max_new_tokens or 3 * config.data.max_steps + 3
+  return config.eval.max_new_tokens or step_width(config) * config.data.max_steps + 3
 
 
 def sizes(config) -> tuple[int, int, int]:
   """(first latent slot, first suffix slot, sequence length T)."""
   return model_lib.layout_sizes(spec(config).question_len, max_latents(config),
-                                config.data.max_steps)
+                                config.data.max_steps, step_width(config))
 
 
 def decoder_config(config):
@@ -190,12 +266,25 @@ def decoder_config(config):
 FIELDS = ('question', 'steps', 'num_steps', 'target')
 
 
+_DATASETS: dict = {}   # the last config's datasets: the task and the report read the same questions
+
+
 def datasets(config) -> dict[str, dict[str, np.ndarray]]:
-  """{'train', 'val', 'test'}: `prosqa.make_dataset` with seeds data.seed + 0, 1, 2."""
+  """{'train', 'val', 'test'}: `prosqa.make_dataset` with seeds data.seed + 0, 1, 2 (with
+  curriculum.step_tokens=node, 'steps' holds the path's node tokens, B×S×1)."""
+  key = (repr(sorted(config.data.to_dict().items())), config.curriculum.step_tokens)
+  if key in _DATASETS:
+    return _DATASETS[key]
   d, s = config.data, spec(config)
-  return {name: prosqa.make_dataset(d.seed + i, size, s)
-          for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
-                                            ('test', d.num_test)))}
+  out = {name: prosqa.make_dataset(d.seed + i, size, s)
+         for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
+                                           ('test', d.num_test)))}
+  if config.curriculum.step_tokens == 'node':
+    for split in out.values():
+      split['steps'] = model_lib.node_steps(split['steps'])
+  _DATASETS.clear()
+  _DATASETS[key] = out
+  return out
 
 
 def layout(config) -> model_lib.Layout:
@@ -257,7 +346,12 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
     idx = jax.lax.dynamic_slice_in_dim(perm, (step % spe) * batch, batch)
     stage = model_lib.stage_at(step, spe, config.curriculum.epochs_per_stage,
                                config.curriculum.stage0_epochs)
-    return make_sequence(config, rows(d, 'train', idx), d['method'], stage), stage
+    per_example = stage
+    if config.curriculum.stage_mix:
+      per_example = model_lib.mixed_stages(jax.random.fold_in(jax.random.fold_in(key, 7919), step), stage, batch,
+                                           config.curriculum.stage_mix,
+                                           config.curriculum.max_latent_stage)
+    return make_sequence(config, rows(d, 'train', idx), d['method'], per_example), stage
 
   def loss_fn(params, batch_, hp):
     seq, stage = batch_
@@ -323,14 +417,19 @@ def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict
                                       method_names(config, result.members), test, spec(config),
                                       figdir)
   diagnosis = diagnose(config, result.params, result.members)
+  ablation = probes.thought_ablation(layout(config), result.params,
+                                     method_names(config, result.members),
+                                     [int(mb['seed']) for mb in result.members], test)
   results.write_json(os.path.join(result.workdir, 'summary.json'),
                      {'rows': rows, 'num_seeds': config.num_seeds, 'probes': probe_summary,
-                      'diagnosis': diagnosis, 'data_statistics': prosqa.statistics(test)})
+                      'diagnosis': diagnosis, 'ablation': ablation,
+                      'data_statistics': prosqa.statistics(test),
+                      'data_audit': prosqa.audit(test)})
   probes.plot_accuracy(rows, [PAPER_TABLE[r['method']][0] for r in rows],
                        os.path.join(figdir, 'accuracy.png'),
                        f'{config.model.num_layers}L d={config.model.d_model}, {config.num_seeds} '
                        f'seeds, {config.train.steps} steps')
-  return {'rows': rows, 'table': table, 'diagnosis': diagnosis}
+  return {'rows': rows, 'table': table, 'diagnosis': diagnosis, 'ablation': ablation}
 
 
 EXPERIMENT = experiment.Experiment(
@@ -340,7 +439,8 @@ EXPERIMENT = experiment.Experiment(
         models=('jaxdyn/models/coconut.py', 'jaxdyn/models/transformer.py'),
         data=('jaxdyn/data/prosqa.py',),
         analysis=('jaxdyn/analysis/coconut.py', 'jaxdyn/analysis/superposition.py'),
-        launch=('launch/coconut.py', 'launch/superposition.py'),
+        studies=('jaxdyn/studies/coconut_memory.py',),
+        launch=('launch/coconut.py', 'launch/superposition.py', 'launch/coconut_memory.py'),
         benchmarks=('benchmarks/coconut.py',),
         notebooks=('docs/notebooks/coconut.ipynb',),
         docs='docs/experiments/coconut.md'))

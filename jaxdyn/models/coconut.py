@@ -11,7 +11,8 @@ latent slot. `continuous_hidden` runs the question and <bot> in one pass into a 
 thoughts in one `lax.scan` (one cached decoder step per thought), then the rest in one pass.
 
 A fixed layout for every example (static shapes; Q question, M = max_latent_stage · c latent slots,
-R = 3 · max_steps + 3 suffix slots), with what is absent masked out and positions counted over the
+R = W · max_steps + 3 suffix slots, a step being W tokens: 3 for the statement `x y .`, 1 for the
+path's next node, `node_steps`), with what is absent masked out and positions counted over the
 tokens present only (so a masked slot changes nothing downstream):
 
   [PAD.. question] <bot> [<latent> × M] <eot> [steps not replaced] ### answer <eos> [PAD..]
@@ -21,7 +22,8 @@ Method layouts (`method_layout`; the paper's Table 1 rows, stage k of the curric
 learned <latent> tokens (no feedback) and drop the steps; Coconut at stage k ≤ max_latent_stage
 drops the first k steps and uses k · c thoughts, past max_latent_stage drops every step and uses
 max_latent_stage · c thoughts (the reference's `pad_latent_to_max`); without curriculum it starts at
-that last stage; "pause as thought" is the curriculum with pause tokens.
+that last stage; "pause as thought" is the curriculum with pause tokens. `mixed_stages` draws a share
+of a batch at earlier stages (Zhu et al. 2025).
 """
 
 from __future__ import annotations
@@ -120,25 +122,28 @@ class Sequence(NamedTuple):
   feedback_B: jax.Array   # latent slots take the previous hidden state (else the <latent> embedding)
 
 
-def layout_sizes(question_len: int, max_latents: int, max_steps: int) -> tuple[int, int, int]:
-  """(start of the latent slots, start of the suffix = index of <eot> + 1, total length T)."""
+def layout_sizes(question_len: int, max_latents: int, max_steps: int,
+                 step_width: int = 3) -> tuple[int, int, int]:
+  """(start of the latent slots, start of the suffix = index of <eot> + 1, total length T); a step
+  is `step_width` tokens (3: the statement `x y .`; 1: the path's next node)."""
   first_latent = question_len + 1
   suffix = first_latent + max_latents + 1
-  return first_latent, suffix, suffix + 3 * max_steps + 3
+  return first_latent, suffix, suffix + step_width * max_steps + 3
 
 
 def build_sequence(question_BxQ, steps_BxSx3, num_steps_B, target_B, latents_B, skip_B, markers_B,
                    feedback_B, max_latents: int) -> Sequence:
-  """The batch's tokens and masks for the given per-example latents / dropped steps / markers."""
+  """The batch's tokens and masks for the given per-example latents / dropped steps / markers. A
+  step is steps_BxSx3.shape[2] tokens (3: statements; 1: node tokens, `node_steps`)."""
   b, q = question_BxQ.shape
-  s = steps_BxSx3.shape[1]
-  r = 3 * s + 3
+  s, w = steps_BxSx3.shape[1], steps_BxSx3.shape[2]
+  r = w * s + 3
   skip = jnp.minimum(skip_B, num_steps_B)
-  flat = steps_BxSx3.reshape(b, 3 * s)
+  flat = steps_BxSx3.reshape(b, w * s)
   i = jnp.arange(r)[None, :]
-  src = 3 * skip[:, None] + i
-  kept = 3 * (num_steps_B - skip)[:, None]
-  from_steps = jnp.take_along_axis(flat, jnp.clip(src, 0, 3 * s - 1), axis=1)
+  src = w * skip[:, None] + i
+  kept = w * (num_steps_B - skip)[:, None]
+  from_steps = jnp.take_along_axis(flat, jnp.clip(src, 0, w * s - 1), axis=1)
   answer = jnp.stack([jnp.full((b,), prosqa.ANS), target_B, jnp.full((b,), prosqa.EOS)], 1)
   from_answer = jnp.take_along_axis(answer, jnp.clip(i - kept, 0, 2), axis=1)
   suffix = jnp.where(i < kept, from_steps, jnp.where(i < kept + 3, from_answer, prosqa.PAD))
@@ -160,6 +165,24 @@ def build_sequence(question_BxQ, steps_BxSx3, num_steps_B, target_B, latents_B, 
 
 
 INFERENCE_STAGE = 10_000   # past every curriculum stage: each method's inference layout
+
+
+def node_steps(steps_BxSx3):
+  """The chain as node tokens B×S×1: each step `x y .` becomes y, the path's next node (the format
+  of Zhu et al. 2025, where each curriculum stage replaces one node token by one thought)."""
+  return steps_BxSx3[..., 1:2]
+
+
+def mixed_stages(key, stage, batch: int, mix: float, max_latent_stage: int):
+  """Per-example stages B: the scheduled `stage`, or with probability `mix` a uniform earlier
+  stage in [0, min(stage, max_latent_stage + 1)) (Zhu et al. 2025 mix 10% of earlier stages into
+  each stage); at stage 0 always 0."""
+  stage = jnp.asarray(stage, jnp.int32)
+  k_mix, k_stage = jax.random.split(key)
+  earlier = jnp.minimum(stage, max_latent_stage + 1)
+  draw = jax.random.randint(k_stage, (batch,), 0, jnp.maximum(earlier, 1))
+  use = (jax.random.uniform(k_mix, (batch,)) < mix) & (earlier > 0)
+  return jnp.where(use, draw, stage)
 
 
 def method_sequence(rows: dict, method, stage, max_latent_stage: int, c_thought: int) -> Sequence:

@@ -1,0 +1,27 @@
+"""jaxdyn.studies.coconut_memory: the compile-only memory row of a Coconut config holds at least the
+params and AdamW's two moments of every member."""
+
+from absl.testing import absltest
+import jax
+import numpy as np
+
+from jaxdyn.experiments import coconut
+from jaxdyn.models import coconut as model_lib
+from jaxdyn.studies import coconut_memory
+
+
+class CompileRowTest(absltest.TestCase):
+
+  def test_tiny_row(self):
+    config = coconut.get_config('tiny')
+    config.methods = ('coconut',)
+    row = coconut_memory.compile_row(config, num_train=8)
+    params = model_lib.init_params(coconut.decoder_config(config), jax.random.key(0))
+    size = sum(np.asarray(x).nbytes for x in jax.tree.leaves(params))
+    self.assertEqual(row.devices, 1)
+    self.assertGreaterEqual(row.argument_gib * 2 ** 30, 3 * size)
+    self.assertGreater(row.total_gib, row.argument_gib - row.alias_gib)
+
+
+if __name__ == '__main__':
+  absltest.main()
