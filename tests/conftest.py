@@ -12,6 +12,8 @@
   cache off or elsewhere sets it itself and puts the session's back afterwards
   (tests/core_compilation_test.py).
   `JAXDYN_TEST_NO_CACHE=1` turns it off (to time the suite without it).
+* Tests marked `@pytest.mark.slow` (checks of a real-scale effect, minutes each) are skipped unless
+  the run selects them: `pytest -m slow tests/<file>`.
 """
 
 import os
@@ -19,11 +21,13 @@ import shutil
 import tempfile
 
 from absl import flags
+import pytest
 
 flags.FLAGS.mark_as_parsed()
 
 
 def pytest_configure(config):
+  config.addinivalue_line('markers', 'slow: a real-scale check, skipped unless run with -m slow')
   if os.environ.get('JAXDYN_TEST_TMPDIR'):   # an xdist worker: the controller's folder
     root = tempfile.mkdtemp(dir=os.environ['JAXDYN_TEST_TMPDIR'])
   else:
@@ -36,6 +40,15 @@ def pytest_configure(config):
   for name in ('TMPDIR', 'TEST_TMPDIR'):
     os.environ[name] = root
   tempfile.tempdir = root
+
+
+def pytest_collection_modifyitems(config, items):
+  if 'slow' in (config.getoption('markexpr') or '').replace('not slow', ''):
+    return
+  skip = pytest.mark.skip(reason='slow: run with -m slow')
+  for item in items:
+    if 'slow' in item.keywords:
+      item.add_marker(skip)
 
 
 def pytest_unconfigure(config):

@@ -80,6 +80,7 @@ def random_table(num_tokens: int, num_triggers: int, concentration: float, seed:
 def sample_chains(key: jax.Array, transitions_VxV: jax.Array, is_trigger_V: jax.Array,
                   start_V: jax.Array, batch: int, length: int) -> jax.Array:
   """int32 B×N chains (jit-able): c_0 ~ start, then the bigram, or the back-copy after a trigger."""
+  is_trigger_V = jnp.asarray(is_trigger_V)
   key0, key = jax.random.split(key)
   c0_B = jax.random.categorical(key0, jnp.log(start_V), shape=(batch,)).astype(jnp.int32)
   log_p = jnp.log(transitions_VxV)
@@ -113,7 +114,8 @@ def optimal_nll(table: Table, chains_BxN: np.ndarray) -> np.ndarray:
   """The process's own NLL B×(N−1) of c_1..c_{N−1} given the past: 0 after a trigger (the copy is
   certain), −log P(c_{t−1}, c_t) otherwise; its mean's exp is the best possible perplexity."""
   c = np.asarray(chains_BxN)
-  nll = -np.log(table.transitions_VxV[c[:, :-1], c[:, 1:]])
+  with np.errstate(divide='ignore'):
+    nll = -np.log(table.transitions_VxV[c[:, :-1], c[:, 1:]])
   return np.where(table.is_trigger()[c[:, :-1]], 0.0, nll)
 
 
