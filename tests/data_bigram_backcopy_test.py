@@ -1,4 +1,4 @@
-"""Tests of jaxdyn.data.bigram_backcopy: the table, the back-copy rule, the first token per control."""
+"""Tests of jaxdyn.data.bigram_backcopy: the table, the back-copy rule, BOS per control."""
 
 from absl.testing import absltest
 import jax

@@ -139,7 +139,7 @@ def _bigram_backcopy_tiny(c: ml_collections.ConfigDict) -> None:
   c.data.update(seq_len=8, batch_size=4, eval_windows=4, attention_windows=2)
   c.data.bigram.num_tokens = 16
   c.model.update(d_model=16, multiple_of=8)
-  c.stream.update(length_factor=5, num_streams=2, bins=4)
+  c.stream.update(num_sinks=(0, 1, 4), length_factor=5, num_streams=2, bins=4)
   c.train.update(steps=4, eval_every=2, checkpoint_every=4, steps_per_dispatch=4)
 
 
@@ -213,7 +213,8 @@ def check_bigram(config: ml_collections.ConfigDict) -> None:
                      "bigram_backcopy trains the vanilla decoder; the sink token is a control "
                      "(data.controls)")
   config_lib.require(len(config.data.controls) > 0 and set(config.data.controls) <= set(CONTROLS),
-                     'data.controls', tuple(config.data.controls), f'a non-empty subset of {CONTROLS}')
+                     'data.controls', tuple(config.data.controls),
+                     f'a non-empty subset of {CONTROLS}')
   config_lib.require_positive(config, 'data.seq_len', 'data.batch_size', 'data.eval_windows',
                               'data.attention_windows', 'model.num_layers', 'model.d_model',
                               'model.num_heads', 'opt.lr', 'stream.length_factor',
@@ -528,6 +529,14 @@ def checkpoint_sink_metrics(config: ml_collections.ConfigDict, run_workdir: str)
   return final_sink_metrics(checkpoint.load_params(run_workdir), config)
 
 
+def plot_training_curves(result: task_lib.TrainResult, path: str, title: str) -> str:
+  """Held-out perplexity and sink score against step, every member."""
+  return figures.plot_curves(result.history, result.members,
+                             panels={'held-out perplexity': ('eval/perplexity',),
+                                     'sink score': ('eval/sink_score',)},
+                             path=path, title=title, log_y=('held-out perplexity',))
+
+
 def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """streaming.json and streaming.md (perplexity per evaluation, mean ± sem over seeds); figures:
   perplexity_by_position.png, first_token_attention.png (α_0 over training, first seed),
@@ -571,11 +580,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> d
                                                           'value_norm')},
                                 os.path.join(figdir, 'activation_profile.png'),
                                 title + ' (seed 0, mean over the attention windows)')
-  figures.plot_curves(result.history, result.members,
-                      panels={'held-out perplexity': ('eval/perplexity',),
-                              'sink score': ('eval/sink_score',)},
-                      path=os.path.join(figdir, 'curves.png'), title=title,
-                      log_y=('held-out perplexity',))
+  plot_training_curves(result, os.path.join(figdir, 'curves.png'), title)
   return summary
 
 
@@ -647,25 +652,26 @@ def bigram_markdown(table: list[dict], per_control: dict, config: ml_collections
       list(rows.values()), {'control': 'control', **{n: n for n in names}, evict: evict,
                             evict + ' (min)': evict + ' (min)', sink_only: sink_only},
       {**{n: '.3f' for n in names}, evict: '.3f', evict + ' (min)': '.3f', sink_only: '.3f'})
-  layer_rows = []
+  layer_rows, eps = [], config.analysis.sink_threshold
   for control in rows:
-    stats = per_control[control]
+    stats = {k: np.asarray(v) for k, v in per_control[control].items()}
     for layer in range(m.num_layers):
-      for head in range(m.num_heads):
+      for head in range(m.num_heads):   # no GQA here: one value head per head
+        alpha = stats['final_first_token_attention'][:, layer, head]
         layer_rows.append({
             'control': control, 'layer': layer, 'head': head,
-            **{k: float(np.mean(np.asarray(stats[f'final_{k}'])[:, layer, head]))
+            **{k: float(np.mean(stats[f'final_{k}'][:, layer, head]))
                for k in ('first_token_attention', 'first_token_attention_trigger',
                          'first_token_attention_non_trigger')},
-            'sink heads': f"{int(np.sum(np.asarray(stats['final_first_token_attention'])[:, layer, head] > config.analysis.sink_threshold))}/{config.num_seeds}",
-            'v0': float(np.mean(np.asarray(stats['final_value_norm_ratio'])[:, layer, min(head, np.shape(stats['final_value_norm_ratio'])[2] - 1)])),
-            'h0': float(np.mean(np.asarray(stats['final_hidden_norm_ratio'])[:, layer + 1]))})
+            'sink heads': f'{int(np.sum(alpha > eps))}/{len(alpha)}',
+            'v0': float(np.mean(stats['final_value_norm_ratio'][:, layer, head])),
+            'h0': float(np.mean(stats['final_hidden_norm_ratio'][:, layer + 1]))})
   layer_table = results.markdown_table(
       layer_rows, {'control': 'control', 'layer': 'layer', 'head': 'head',
                    'α₀ all queries': 'first_token_attention',
                    'α₀ trigger queries': 'first_token_attention_trigger',
                    'α₀ non-trigger queries': 'first_token_attention_non_trigger',
-                   f'seeds with α₀ > {config.analysis.sink_threshold}': 'sink heads',
+                   f'seeds with α₀ > {eps}': 'sink heads',
                    '‖v₀‖/median': 'v0', '‖h₀‖/median (after the block)': 'h0'},
       {'α₀ all queries': '.3f', 'α₀ trigger queries': '.3f', 'α₀ non-trigger queries': '.3f',
        '‖v₀‖/median': '.2f', '‖h₀‖/median (after the block)': '.2f'})
@@ -717,11 +723,7 @@ def bigram_report(result: task_lib.TrainResult, config: ml_collections.ConfigDic
       os.path.join(figdir, 'sink_effect.png'), title,
       split={s: {c: head_mean(c, f'first_token_attention_{s}') for c in per_control}
              for s in ('trigger', 'non_trigger')})
-  figures.plot_curves(result.history, result.members,
-                      panels={'held-out perplexity': ('eval/perplexity',),
-                              'sink score': ('eval/sink_score',)},
-                      path=os.path.join(figdir, 'curves.png'), title=title,
-                      log_y=('held-out perplexity',))
+  plot_training_curves(result, os.path.join(figdir, 'curves.png'), title)
   return summary
 
 
