@@ -6,6 +6,7 @@ import os
 from absl.testing import absltest, parameterized
 import jax
 import numpy as np
+import pytest
 
 from jaxdyn.core.config import ConfigError
 from jaxdyn.experiments import attention_sinks as lib
@@ -42,6 +43,56 @@ class AttentionSinksExperimentTest(parameterized.TestCase):
     # The statistics of the saved checkpoint are those the report wrote.
     stats = lib.checkpoint_sink_metrics(config, workdir)
     np.testing.assert_allclose(stats['sink_score'], summary['final_sink_score'], rtol=1e-6)
+
+  def test_bigram_backcopy_tiny_pipeline(self):
+    # Controls × seeds in one program, the streaming table per control, the split statistics.
+    workdir = self.create_tempdir().full_path
+    config = lib.get_config('bigram_backcopy_tiny')
+    self.assertEqual(tuple(config.data.controls), lib.CONTROLS)
+    task = lib.build_task(config)
+    self.assertEqual(task.num_members, 3 * 2)
+    bos, sink = lib.control_first(config, 'bos'), lib.control_first(config, 'sink_token')
+    np.testing.assert_array_equal(task.data['first'], [bos, bos, -1, -1, sink, sink])
+    np.testing.assert_array_equal(task.data['score_first'], [1, 1, 1, 1, 0, 0])
+    for m, first in enumerate(task.data['first']):
+      data = {**task.shared_data, 'first': first, 'score_first': task.data['score_first'][m]}
+      tokens = np.asarray(task.get_batch(data, 1, jax.random.key(0))['tokens'])
+      self.assertEqual(tokens.shape, (4, config.data.seq_len + 1))
+      if first >= 0:
+        np.testing.assert_array_equal(tokens[:, 0], first)
+      self.assertEqual(np.any(tokens == bos), first == bos)   # BOS only where the control has it
+      self.assertFalse(np.any(tokens[:, 1:] == sink))
+    lib.train_and_evaluate(config, workdir)
+    with open(os.path.join(workdir, 'bigram_backcopy.json'), encoding='utf-8') as f:
+      summary = json.load(f)
+    names = ['0+8', '1+7', '4+4', 'dense']
+    self.assertEqual(lib.eval_names(config), names)
+    self.assertLen(summary['members'], 6)
+    self.assertEqual([(r['control'], r['eval']) for r in summary['table']],
+                     [(c, n) for c in lib.CONTROLS for n in names])
+    for member in summary['members']:
+      ppl = member['perplexity']
+      self.assertAlmostEqual(member['evict_ratio'], ppl['0+8'] / ppl['1+7'], places=6)
+      self.assertAlmostEqual(member['sink_only_ratio'], ppl['1+7'] / ppl['4+4'], places=6)
+    self.assertGreater(summary['optimal_perplexity'], 1)
+    stats = summary['per_control']['bos']
+    for key in ('first_token_attention', 'first_token_attention_trigger',
+                'first_token_attention_non_trigger'):
+      self.assertEqual(np.shape(stats[f'final_{key}']), (2, 2, 1))   # seeds × layers × heads
+    for name in ('sink_effect', 'curves'):
+      self.assertTrue(os.path.exists(os.path.join(workdir, 'figures', f'{name}.png')), name)
+    self.assertIn('α₀ trigger queries', open(os.path.join(workdir, 'bigram_backcopy.md'),
+                                            encoding='utf-8').read())
+
+  def test_bigram_backcopy_refuses_a_sink_variant_and_unknown_controls(self):
+    config = lib.get_config('bigram_backcopy_tiny')
+    config.variant = 'sink_token'
+    with self.assertRaisesRegex(ConfigError, 'variant'):
+      lib.check_config(config)
+    config = lib.get_config('bigram_backcopy_tiny')
+    config.data.controls = ('bos', 'eos')
+    with self.assertRaisesRegex(ConfigError, 'data.controls'):
+      lib.check_config(config)
 
   def test_streams_are_length_factor_times_the_cache(self):
     config = lib.get_config('tiny')
@@ -105,6 +156,30 @@ class AttentionSinksExperimentTest(parameterized.TestCase):
                      (12, 768, 12))
     self.assertEqual(lib.eval_names(config)[:4], ['0+1024', '1+1023', '2+1022', '4+1020'])
     lib.check_config(lib.get_config())
+
+
+@pytest.mark.slow
+class BigramBackcopyEffectTest(absltest.TestCase):
+  """The `:bigram_backcopy` variant at full size (minutes of CPU; run with `pytest -m slow`)."""
+
+  def test_sink_forms_with_bos_only_and_eviction_costs(self):
+    workdir = self.create_tempdir().full_path
+    lib.train_and_evaluate(lib.get_config('bigram_backcopy'), workdir)
+    with open(os.path.join(workdir, 'bigram_backcopy.json'), encoding='utf-8') as f:
+      summary = json.load(f)
+    by = summary['per_control']
+    bos = by['bos']
+    self.assertGreaterEqual(len(bos['evict_ratio']), 5)
+    # a sink in every BOS seed: some head with α₀ > 0.3 (Gu et al.'s sink score > 0)
+    alpha = np.asarray(bos['final_first_token_attention'])   # seeds × layers × heads
+    self.assertTrue(np.all(alpha.max(axis=(1, 2)) > 0.3), alpha)
+    # evicting the first token costs in every BOS seed, ≥ 1.5× on average
+    self.assertTrue(np.all(np.asarray(bos['evict_ratio']) > 1.0), bos['evict_ratio'])
+    self.assertGreaterEqual(np.mean(bos['evict_ratio']), 1.5)
+    # no fixed first token: nothing to evict
+    np.testing.assert_allclose(np.mean(by['no_bos']['evict_ratio']), 1.0, atol=0.01)
+    # the dedicated sink token alone is as good as 4 initial tokens
+    self.assertLessEqual(np.mean(by['sink_token']['sink_only_ratio']), 1.01)
 
 
 if __name__ == '__main__':

@@ -46,6 +46,25 @@ def attention_on_key(weights_BxNxTxS: jnp.ndarray, key: int = 0) -> jnp.ndarray:
   return jnp.sum(on_key_BxNxT * seen_T, axis=(0, 2)) / (weights_BxNxTxS.shape[0] * jnp.sum(seen_T))
 
 
+def attention_on_key_masked(weights_BxNxTxS: jnp.ndarray, query_mask_BxT: jnp.ndarray,
+                            key: int = 0) -> jnp.ndarray:
+  """α_k per head (N,) over the queries of `query_mask_BxT` only (e.g. trigger tokens, whose head
+  must copy: Guo et al., 2024, "Active-Dormant Attention Heads", the active/dormant split); NaN when
+  no query is selected."""
+  mask = query_mask_BxT.astype(weights_BxNxTxS.dtype)
+  return jnp.einsum('bnt,bt->n', weights_BxNxTxS[..., key], mask) / jnp.sum(mask)
+
+
+def eviction_ratio(perplexity: Mapping[str, float], num_sinks: Sequence[int] = (0, 1),
+                    cache: int | None = None) -> float:
+  """ppl(a+(C−a)) / ppl(b+(C−b)) for num_sinks (a, b) of one member's streaming perplexities keyed
+  'k+w' (StreamingLLM's Table 1 read as a ratio: (0, 1) is the cost of evicting the first token)."""
+  by_sinks = {int(k.split('+')[0]): v for k, v in perplexity.items() if '+' in k
+              and (cache is None or sum(int(x) for x in k.split('+')) == cache)}
+  a, b = num_sinks
+  return by_sinks[a] / by_sinks[b]
+
+
 def sink_score(alpha_LxN: jnp.ndarray, threshold: float = SINK_THRESHOLD) -> jnp.ndarray:
   """The share of heads, over every layer, whose average attention on the key exceeds `threshold`."""
   return jnp.mean((alpha_LxN > threshold).astype(jnp.float32))
@@ -126,6 +145,52 @@ def plot_activation_profile(profile: Mapping[str, np.ndarray], path: str, title:
     ax.set_title(label, fontsize=8)
     ax.grid(alpha=0.3, which='both')
     ax.legend(fontsize=6)
+  fig.suptitle(title, fontsize=9)
+  fig.tight_layout()
+  return figures.save(fig, path)
+
+
+def plot_sink_effect(alpha: Mapping[str, np.ndarray], ratios: Mapping[str, np.ndarray], path: str,
+                     title: str = '', split: Mapping[str, Mapping[str, np.ndarray]] | None = None
+                     ) -> str:
+  """Left: attention on position 0 per control and layer (seeds as points, mean as a bar; the
+  hatched bars, if `split`, on trigger and non-trigger queries). Right: the eviction ratio
+  ppl(0+C) / ppl(1+(C−1)) per control and seed (1 = evicting the first token costs nothing).
+  `alpha[control]` is S×L (mean over heads), `ratios[control]` (S,)."""
+  fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={'width_ratios': [1.6, 1]})
+  controls = list(alpha)
+  num_layers = np.asarray(alpha[controls[0]]).shape[1]
+  width = 0.8 / num_layers
+  ax = axes[0]
+  for layer in range(num_layers):
+    for c, control in enumerate(controls):
+      x = c + (layer - (num_layers - 1) / 2) * width
+      values = np.asarray(alpha[control])[:, layer]
+      ax.bar(x, values.mean(), width * 0.9, color=f'C{layer}', alpha=0.35,
+             label=f'layer {layer}, all queries' if c == 0 else None)
+      ax.scatter(np.full(values.shape, x), values, color=f'C{layer}', s=12, zorder=3)
+      if split is not None:
+        for offset, (name, marker) in enumerate((('trigger', 'v'), ('non_trigger', '^'))):
+          v = np.asarray(split[name][control])[:, layer]
+          ax.scatter(np.full(v.shape, x + (offset - 0.5) * width * 0.5), v, marker=marker,
+                     color='k', s=10, zorder=4,
+                     label=f'{name.replace("_", "-")} queries' if c == 0 and layer == 0 else None)
+  ax.axhline(SINK_THRESHOLD, color='k', ls='--', lw=0.8, label=f'ε = {SINK_THRESHOLD}')
+  ax.set_xticks(range(len(controls)), controls)
+  ax.set_ylim(0, 1)
+  ax.set_ylabel('attention on position 0 (α₀)')
+  ax.legend(fontsize=6)
+  ax.grid(alpha=0.3, axis='y')
+  ax = axes[1]
+  for c, control in enumerate(controls):
+    r = np.asarray(ratios[control])
+    ax.scatter(np.full(r.shape, c) + np.linspace(-0.15, 0.15, len(r)), r, color=f'C{c}', s=16)
+    ax.hlines(r.mean(), c - 0.3, c + 0.3, color=f'C{c}')
+  ax.axhline(1.0, color='k', lw=0.8)
+  ax.set_xticks(range(len(controls)), controls)
+  ax.set_ylabel('ppl(0+C) / ppl(1+(C−1))')
+  ax.set_title('evicting the first token (per seed; line: mean)', fontsize=8)
+  ax.grid(alpha=0.3, axis='y')
   fig.suptitle(title, fontsize=9)
   fig.tight_layout()
   return figures.save(fig, path)

@@ -29,15 +29,16 @@ VOCAB_SIZE = text.BYTE_VOCAB_SIZE + 1
 
 
 def decoder_config(variant: str, num_layers: int, d_model: int, num_heads: int, max_len: int,
-                   multiple_of: int = 32,
-                   text_vocab_size: int = text.BYTE_VOCAB_SIZE) -> transformer.DecoderConfig:
+                   multiple_of: int = 32, text_vocab_size: int = text.BYTE_VOCAB_SIZE,
+                   mlp: str = 'swiglu') -> transformer.DecoderConfig:
   """LLaMA-style decoder (RMSNorm, SwiGLU, RoPE) with the variant's attention kind, over the text
-  vocabulary plus the sink token (id `text_vocab_size`)."""
+  vocabulary plus the sink token (id `text_vocab_size`); `mlp='none'`: attention-only blocks."""
   if variant not in VARIANTS:
     raise ValueError(f'unknown sink variant {variant!r}; expected one of {VARIANTS}')
   return transformer.llama_config(text_vocab_size + 1, num_layers, d_model, num_heads,
                                   multiple_of=multiple_of, max_len=max_len,
-                                  attention=ATTENTION[variant])
+                                  attention=ATTENTION[variant],
+                                  **({} if mlp == 'swiglu' else {'mlp': mlp}))
 
 
 def prefix_length(variant: str) -> int:
