@@ -1,12 +1,13 @@
 """Token Assorted at toy scale: no CoT, full-text CoT, latent/text mixing; same data, steps, seeds.
 
-  python launch/token_assorted.py --workdir=/tmp/token_assorted
-      [--config=configs/token_assorted.py:tiny]
+  python launch/token_assorted.py --workdir=workdirs/token_assorted
+      [--config=configs/token_assorted.py:tiny | :long]
       [--figures_dir=docs/figures] [--config.train.steps=2000]
 
 Trains the VQ-VAE (`<workdir>/vqvae`), then the three decoders as members of one vmapped sweep in
 `<workdir>`, and prints `<workdir>/table.md` (accuracy and generated trace length, mean ± sem over
-seeds; codebook usage; the paper's numbers). Figures are in `<workdir>/figures`, and copied to
+seeds; codebook usage; the paper's numbers; with `:long`, the accuracy under an 8-token trace budget
+and the paper's claims checked against their targets). Figures are in `<workdir>/figures`, and copied to
 `--figures_dir` as `token_assorted_*.png` when given.
 """
 
