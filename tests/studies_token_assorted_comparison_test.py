@@ -15,7 +15,8 @@ class RunComparisonTest(absltest.TestCase):
     workdir, figures_dir = self.create_tempdir().full_path, self.create_tempdir().full_path
     config = token_assorted.get_config('tiny')
     config.eval.update(budget=3, code_accuracy=True)     # as in the long variant
-    table = token_assorted_comparison.run_comparison(config, workdir, figures_dir)
+    table = token_assorted_comparison.run_comparison(config, workdir, figures_dir,
+                                                     prefix='token_assorted_long')
     with open(os.path.join(workdir, 'table.md'), encoding='utf-8') as f:
       self.assertEqual(table, f.read())
     for mode in ('no_cot', 'cot', 'latent'):
@@ -25,7 +26,7 @@ class RunComparisonTest(absltest.TestCase):
       self.assertIn(f'| {claim} |', table)
     for name in ('comparison', 'curves', 'codebook'):
       with open(os.path.join(workdir, 'figures', f'{name}.png'), 'rb') as a, \
-           open(os.path.join(figures_dir, f'token_assorted_{name}.png'), 'rb') as b:
+           open(os.path.join(figures_dir, f'token_assorted_long_{name}.png'), 'rb') as b:
         self.assertEqual(a.read(), b.read())
 
 
