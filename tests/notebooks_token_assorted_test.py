@@ -20,7 +20,7 @@ class TokenAssortedNotebookTest(absltest.TestCase):
     self.enter_context(mock.patch.dict(os.environ, {'PYTHONPATH': os.pathsep.join(
         filter(None, [ROOT, os.environ.get('PYTHONPATH')]))}))
     workdir = self.create_tempdir().full_path
-    nbclient.NotebookClient(nb, timeout=120, kernel_name='python3',
+    nbclient.NotebookClient(nb, timeout=600, kernel_name='python3',
                             resources={'metadata': {'path': workdir}}).execute()
     outputs = {i: ''.join(o.get('text', '') for o in cell.outputs)
                for i, cell in enumerate(nb.cells) if cell.cell_type == 'code'}
