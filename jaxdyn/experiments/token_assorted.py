@@ -134,10 +134,11 @@ def _paper(c: ml_collections.ConfigDict) -> None:
 
 
 def _long(c: ml_collections.ConfigDict) -> None:
-  """The claim where it bites (CPU, ~30 min on 2 idle cores): the default task (12-token text trace)
-  with the decoder trained 4× longer at twice the batch (6000 steps of 64, lr 2e-3; 50k training
-  questions), scored on 1000 held-out questions, by the codes that decode right, and under a budget
-  of 8 trace tokens: full-text CoT (12 tokens) no longer fits, latent traces (6–8 tokens) do."""
+  """The claim where it bites (CPU; 0.8–1.1 decoder steps/s, about 1.5 h on a shared 2-core
+  machine): the default task (12-token text trace) with the decoder trained 4× longer at twice the
+  batch (6000 steps of 64, lr 2e-3; 50k training questions), scored on 1000 held-out questions, by
+  the codes that decode right, and under a budget of 8 trace tokens: full-text CoT (12 tokens) no
+  longer fits, latent traces (6–8 tokens) do."""
   c.data.update(num_train=50_000, num_heldout=1_000, batch_size=64)
   c.opt.update(lr=2e-3)
   c.eval.update(budget=8, code_accuracy=True)
