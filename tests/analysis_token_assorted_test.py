@@ -1,4 +1,4 @@
-"""Codebook statistics against hand counts, and the shortening ratio."""
+"""Codebook statistics against hand counts, the shortening ratio, the claims against their targets."""
 
 from absl.testing import absltest
 import numpy as np
@@ -24,6 +24,38 @@ class CodebookStatsTest(absltest.TestCase):
   def test_shortening(self):
     self.assertAlmostEqual(analysis.shortening(6.0, 12.0), 0.5)
     self.assertAlmostEqual(analysis.shortening(518, 655.2), 0.2094, places=3)   # the 1B row, -21%
+
+
+def _summary(no_cot=0.34, cot=(1.0, 1.0, 1.0), latent=(0.98, 0.97, 0.99), cot_len=12.0,
+             latent_len=7.0, code_ok=0.95, budget=(0.35, 0.98)):
+  metric = lambda values: {'mean': float(np.mean(values)), 'values': list(values)}
+  return {'modes': {
+      'no_cot': {'accuracy': metric([no_cot] * 3), 'trace_len': metric([0.0] * 3),
+                 'accuracy_budget': metric([no_cot] * 3), 'code_ok': metric([0.0] * 3)},
+      'cot': {'accuracy': metric(cot), 'trace_len': metric([cot_len] * 3),
+              'accuracy_budget': metric([budget[0]] * 3), 'code_ok': metric([0.0] * 3)},
+      'latent': {'accuracy': metric(latent), 'trace_len': metric([latent_len] * 3),
+                 'accuracy_budget': metric([budget[1]] * 3), 'code_ok': metric([code_ok] * 3)}}}
+
+
+class ClaimsTest(absltest.TestCase):
+
+  def test_all_met(self):
+    c = analysis.claims(_summary())
+    self.assertEqual(set(c), set(analysis.TARGETS))
+    self.assertTrue(all(v['met'] for v in c.values()), c)
+    self.assertAlmostEqual(c['shortening']['value'], 5 / 12)
+    self.assertAlmostEqual(c['gap']['value'], 0.02)
+    self.assertAlmostEqual(c['budget_lead']['value'], 0.63)
+
+  def test_each_target_can_fail(self):
+    failing = {'shortening': dict(latent_len=10.0), 'gap': dict(latent=(0.96, 0.96, 0.96)),
+               'min_seed_accuracy': dict(latent=(1.0, 1.0, 0.94), cot=(0.98, 0.98, 0.98)),
+               'code_ok': dict(code_ok=0.85), 'no_cot': dict(no_cot=0.45),
+               'budget_lead': dict(budget=(0.7, 0.98))}
+    for name, change in failing.items():
+      c = analysis.claims(_summary(**change))
+      self.assertEqual([k for k, v in c.items() if not v['met']], [name], name)
 
 
 if __name__ == '__main__':

@@ -124,10 +124,61 @@ class ParseGenerationsTest(absltest.TestCase):
     self.assertFalse(out['none']['correct'].any())
     np.testing.assert_array_equal(out['none']['trace_len'], N + 3)
 
+  def test_codes_right_counts_the_codes_that_decode_to_their_chunk(self):
+    g = self._generations(2)
+    np.testing.assert_array_equal(jax.device_get(self.parse(jnp.asarray(g)))['codes_right'], 2)
+    g[:, 1] = V.code((self.codes[:, 1] + 1) % 9)       # the second code now stands for another chunk
+    np.testing.assert_array_equal(jax.device_get(self.parse(jnp.asarray(g)))['codes_right'], 1)
+    np.testing.assert_array_equal(
+        jax.device_get(self.parse(jnp.asarray(self._generations(0))))['codes_right'], 0)
+
   def test_code_after_text_is_not_a_valid_trace(self):
     g = self._generations(0)
     g[:, 2] = V.code(0)
     self.assertFalse(jax.device_get(self.parse(jnp.asarray(g)))['trace_ok'].any())
+
+
+class BudgetTest(absltest.TestCase):
+  """A trace longer than the budget is cut after `budget` tokens and <ans> forced; one that fits keeps
+  its own answer."""
+
+  def test_budget_sequences_cut_the_trace_and_force_ans(self):
+    prompt = jnp.asarray([[V.bos, 1, 2, V.bot], [V.bos, 0, 0, V.bot]])
+    generated = jnp.asarray([[0, 1, 2, 0, 1, V.ans, 2, V.eos],
+                             [V.code(3), 2, V.ans, 1, V.eos, V.eos, V.eos, V.eos]])
+    out = np.asarray(data_lib.budget_sequences(V, prompt, generated, 3))
+    np.testing.assert_array_equal(out, [[V.bos, 1, 2, V.bot, 0, 1, 2, V.ans],
+                                        [V.bos, 0, 0, V.bot, V.code(3), 2, V.ans, V.ans]])
+    self.assertEqual(data_lib.budget_sequences(V, prompt, generated, 0).shape, (2, 5))
+
+  def test_budget_correct(self):
+    correct = jnp.asarray([True, True, False, False, True])
+    trace_len = jnp.asarray([2, 3, 3, 6, 9])
+    forced = jnp.asarray([0, 0, 1, 1, 2])
+    answer = jnp.asarray([1, 1, 1, 1, 1])
+    # fits (2, 3 ≤ 3): its own answer, whatever the forced one says; longer: the forced answer.
+    np.testing.assert_array_equal(data_lib.budget_correct(correct, trace_len, forced, answer, 3),
+                                  [True, True, False, True, False])
+    np.testing.assert_array_equal(data_lib.budget_correct(correct, trace_len, forced, answer, 9),
+                                  correct)
+
+  def test_full_cot_under_a_budget_is_answered_after_the_cut(self):
+    # A perfect full-text trace of N tokens under a budget N − 2: the answer comes from the forced
+    # pass, so a model that always answers the last written sum is right only when s_{N−2} = s_N.
+    p = data_lib.problems(5, 64, N, 3)
+    gen = np.concatenate([p['trace'], np.full((64, 1), V.ans), p['answer'][:, None],
+                          np.full((64, 1), V.eos)], 1)
+    parsed = data_lib.parse_generations(V, jnp.asarray(gen), jnp.asarray(p['answer']),
+                                        jnp.asarray(p['trace']), jnp.zeros((10, L), jnp.int32))
+    prompt = np.concatenate([np.full((64, 1), V.bos), p['question'], np.full((64, 1), V.bot)], 1)
+    seq = np.asarray(data_lib.budget_sequences(V, jnp.asarray(prompt), jnp.asarray(gen), N - 2))
+    last_written = seq[:, -2]
+    ok = data_lib.budget_correct(parsed['correct'], parsed['trace_len'], jnp.asarray(last_written),
+                                 jnp.asarray(p['answer']), N - 2)
+    np.testing.assert_array_equal(ok, p['trace'][:, N - 3] == p['answer'])
+    self.assertTrue(np.all(data_lib.budget_correct(parsed['correct'], parsed['trace_len'],
+                                                   jnp.asarray(last_written),
+                                                   jnp.asarray(p['answer']), N)))
 
 
 if __name__ == '__main__':

@@ -1,4 +1,5 @@
-"""studies.token_assorted_comparison: the :tiny comparison returns its table, copies its figures."""
+"""studies.token_assorted_comparison: the :tiny comparison (with the trace budget and the code check of
+the long variant) returns its table with the claims, copies its figures."""
 
 import os
 
@@ -12,15 +13,20 @@ class RunComparisonTest(absltest.TestCase):
 
   def test_table_and_copied_figures(self):
     workdir, figures_dir = self.create_tempdir().full_path, self.create_tempdir().full_path
-    table = token_assorted_comparison.run_comparison(token_assorted.get_config('tiny'), workdir,
-                                                     figures_dir)
+    config = token_assorted.get_config('tiny')
+    config.eval.update(budget=3, code_accuracy=True)     # as in the long variant
+    table = token_assorted_comparison.run_comparison(config, workdir, figures_dir,
+                                                     prefix='token_assorted_long')
     with open(os.path.join(workdir, 'table.md'), encoding='utf-8') as f:
       self.assertEqual(table, f.read())
     for mode in ('no_cot', 'cot', 'latent'):
       self.assertIn(mode, table)
+    self.assertIn('under a budget of 3 trace tokens', table)
+    for claim in ('shortening', 'gap', 'min_seed_accuracy', 'code_ok', 'no_cot', 'budget_lead'):
+      self.assertIn(f'| {claim} |', table)
     for name in ('comparison', 'curves', 'codebook'):
       with open(os.path.join(workdir, 'figures', f'{name}.png'), 'rb') as a, \
-           open(os.path.join(figures_dir, f'token_assorted_{name}.png'), 'rb') as b:
+           open(os.path.join(figures_dir, f'token_assorted_long_{name}.png'), 'rb') as b:
         self.assertEqual(a.read(), b.read())
 
 

@@ -49,15 +49,48 @@ def shortening(trace_len: float, full_len: float) -> float:
 
 MODE_COLORS = {'no_cot': '0.6', 'cot': 'tab:blue', 'latent': 'tab:orange'}
 
+# The targets of `claims`: the paper's two claims (Su et al. 2025: latent traces shorter at no loss of
+# accuracy; shorter traces fit where full text does not) made testable on the toy.
+TARGETS = {'shortening': 0.20,        # latent trace at least 20% shorter than cot's
+           'gap': 0.03,               # cot − latent accuracy at most 3 points (means over seeds)
+           'min_seed_accuracy': 0.95,  # every latent and cot seed at least this
+           'code_ok': 0.90,           # emitted latent codes that decode to the right chunk
+           'no_cot': 0.40,            # no-CoT at most this (the trace is needed)
+           'budget_lead': 0.30}       # latent − truncated cot accuracy under the budget
+
+
+def claims(summary: Mapping) -> dict[str, dict]:
+  """Each target of `TARGETS` checked on a summary (the report's summary.json, which must hold the
+  no_cot, cot and latent modes, `eval.code_accuracy` and an `eval.budget`): {name: {'value', 'target',
+  'met'}}. Accuracies are means over seeds, as the paper's; 'min_seed_accuracy' is the lowest seed
+  of latent and cot."""
+  m = summary['modes']
+  acc = {k: m[k]['accuracy'] for k in ('no_cot', 'cot', 'latent')}
+  values = {
+      'shortening': shortening(m['latent']['trace_len']['mean'], m['cot']['trace_len']['mean']),
+      'gap': acc['cot']['mean'] - acc['latent']['mean'],
+      'min_seed_accuracy': float(min(min(acc['cot']['values']), min(acc['latent']['values']))),
+      'code_ok': m['latent']['code_ok']['mean'],
+      'no_cot': acc['no_cot']['mean'],
+      'budget_lead': (m['latent']['accuracy_budget']['mean']
+                      - m['cot']['accuracy_budget']['mean'])}
+  at_most = ('gap', 'no_cot')
+  return {k: {'value': float(v), 'target': TARGETS[k],
+              'met': bool(v <= TARGETS[k] if k in at_most else v >= TARGETS[k])}
+          for k, v in values.items()}
+
 
 def plot_comparison(by_mode: Mapping[str, Mapping[str, Mapping]], path: str, num_seeds: int,
-                    steps: int) -> str:
+                    steps: int, budget: int = 0) -> str:
   """Bars of held-out accuracy and generated trace tokens by mode (mean ± sem over seeds, a dot
-  per seed); `by_mode` is the summary's {mode: {metric: {'mean', 'sem', 'values'}}}."""
+  per seed), and with `budget` > 0 the accuracy under that trace budget; `by_mode` is the summary's
+  {mode: {metric: {'mean', 'sem', 'values'}}}."""
   modes = list(by_mode)
-  fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), layout='constrained')
-  for ax, key, label in ((axes[0], 'accuracy', 'held-out answer accuracy'),
-                         (axes[1], 'trace_len', 'generated trace tokens')):
+  panels = [('accuracy', 'held-out answer accuracy'), ('trace_len', 'generated trace tokens')]
+  if budget:
+    panels.append(('accuracy_budget', f'accuracy, trace budget {budget} tokens'))
+  fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2), layout='constrained')
+  for ax, (key, label) in zip(axes, panels):
     means = [by_mode[m][key]['mean'] for m in modes]
     sems = [np.nan_to_num(by_mode[m][key]['sem']) for m in modes]
     ax.bar(modes, means, yerr=sems, capsize=4, color=[MODE_COLORS[m] for m in modes])
@@ -66,6 +99,9 @@ def plot_comparison(by_mode: Mapping[str, Mapping[str, Mapping]], path: str, num
                  color='k', s=8, zorder=3)
     ax.set_ylabel(label)
     ax.grid(alpha=0.3, axis='y')
+    if key == 'trace_len' and budget:
+      ax.axhline(budget, color='k', ls='--', lw=0.8, label=f'budget {budget}')
+      ax.legend(fontsize=7)
   fig.suptitle(f'mean ± sem over {num_seeds} seeds (dots: seeds), {steps} steps each', fontsize=9)
   return figures.save(fig, path)
 
@@ -94,6 +130,22 @@ def table_markdown(summary: dict) -> str:
                                        'trace exact': 'trace_ok'},
                                 {'accuracy': '.3f', 'trace tokens': '.2f', 'codes': '.2f',
                                  'trace exact': '.3f'})
+  if 'budget' in summary:
+    rows = [{'mode': mode, **{k: m[k]['mean'] for k in ('accuracy_budget', 'trace_len_budget')},
+             'code_ok': m['code_ok']['mean'] if 'code_ok' in m and mode == 'latent' else '–'}
+            for mode, m in summary['modes'].items()]
+    text += (f'\nunder a budget of {summary["budget"]} trace tokens (a longer trace is cut there and '
+             f'<ans> forced), {summary["num_heldout"]} held-out questions:\n\n')
+    text += results.markdown_table(rows, {'mode': 'mode', 'accuracy': 'accuracy_budget',
+                                          'trace tokens': 'trace_len_budget',
+                                          'codes decoding right': 'code_ok'},
+                                   {'accuracy': '.3f', 'trace tokens': '.2f',
+                                    'codes decoding right': '.3f'})
+  if 'claims' in summary:
+    text += '\nclaims (targets):\n\n' + results.markdown_table(
+        [{'claim': k, **v, 'met': 'yes' if v['met'] else 'NO'} for k, v in summary['claims'].items()],
+        {'claim': 'claim', 'value': 'value', 'target': 'target', 'met': 'met'},
+        {'value': '.3f'})
   cb = summary['codebook_by_seed']
   text += (f'\nfull text trace: {summary["full_trace_len"]} tokens'
            + (f'; latent shortens it by {100 * summary["latent_shortening_vs_cot"]:.1f}% against '

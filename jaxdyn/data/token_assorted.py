@@ -19,6 +19,11 @@ everything after it up to <eos>.
 
 Held-out questions are drawn with another seed, and any question that is also in the training set is
 dropped, so none is ever trained on.
+
+A fixed trace budget of B tokens (`budget_sequences`, `budget_correct`): a generated trace longer than B
+is cut after its first B tokens and <ans> is forced there; the model's next token is its answer. A
+trace of at most B tokens keeps its own answer. Under B < n, full-text CoT has to finish the sum of the
+last n − B digits in one token; a trace with m codes fits whenever n − m(L − 1) ≤ B.
 """
 
 from __future__ import annotations
@@ -141,6 +146,8 @@ def parse_generations(vocab: Vocab, generated_BxS: jax.Array, answer_B: jax.Arra
     'num_codes'   latent codes among them
     'trace_ok'    the trace, with each code read as the chunk it decodes to (`code_table_KxL`), is the
                   true trace: some codes, then text, nothing else
+    'codes_right' codes of the leading run of codes (position i < 'num_codes') whose chunk is chunk i
+                  of the true trace (the intermediate sums that code stands for)
   """
   b, s = generated_BxS.shape
   n = trace_BxN.shape[1]
@@ -157,16 +164,35 @@ def parse_generations(vocab: Vocab, generated_BxS: jax.Array, answer_B: jax.Arra
   codes_first = jnp.all(~is_code | (j < num_codes[:, None]), 1)      # codes form a prefix
   # What each generated position stands for in the true trace: code i covers tokens iL..iL+L−1,
   # text position j ≥ m is trace token mL + (j − m).
-  code_ok = jnp.all((j >= num_codes[:, None])[..., None]
-                    | _code_matches(generated_BxS - vocab.code(0), code_table_KxL, trace_BxN),
-                    (1, 2))
+  matches = _code_matches(generated_BxS - vocab.code(0), code_table_KxL, trace_BxN)
+  code_ok = jnp.all((j >= num_codes[:, None])[..., None] | matches, (1, 2))
+  codes_right = jnp.sum(is_code & (j < num_codes[:, None]) & jnp.all(matches, 2), 1)
   text_idx = num_codes[:, None] * chunk_len + j - num_codes[:, None]
   text_true = jnp.take_along_axis(trace_BxN, jnp.clip(text_idx, 0, n - 1), 1)
   text_ok = jnp.all(~live | (j < num_codes[:, None]) | ((generated_BxS == text_true)
                                                          & (text_idx < n)), 1)
   covers = num_codes * chunk_len + (trace_len - num_codes) == n
   trace_ok = has_ans & codes_first & code_ok & text_ok & covers
-  return {'correct': correct, 'trace_len': trace_len, 'num_codes': num_codes, 'trace_ok': trace_ok}
+  return {'correct': correct, 'trace_len': trace_len, 'num_codes': num_codes, 'trace_ok': trace_ok,
+          'codes_right': codes_right}
+
+
+def budget_sequences(vocab: Vocab, prompt_BxP: jax.Array, generated_BxS: jax.Array,
+                     budget: int) -> jax.Array:
+  """The prompt, the first `budget` generated tokens and a forced <ans>: B×(P + budget + 1). The
+  model's prediction at the last position is the answer under the budget (for rows whose own trace
+  was longer than the budget; `budget_correct`)."""
+  b = prompt_BxP.shape[0]
+  return jnp.concatenate([prompt_BxP, generated_BxS[:, :budget],
+                          jnp.full((b, 1), vocab.ans, prompt_BxP.dtype)], 1)
+
+
+def budget_correct(correct_B: jax.Array, trace_len_B: jax.Array, forced_answer_B: jax.Array,
+                   answer_B: jax.Array, budget: int) -> jax.Array:
+  """Answer right under a budget of `budget` trace tokens: a trace that fits keeps its own answer
+  (`correct_B`, from `parse_generations`); a longer one is cut and answered by `forced_answer_B`
+  (the prediction after `budget_sequences`)."""
+  return jnp.where(trace_len_B <= budget, correct_B, forced_answer_B == answer_B)
 
 
 def _code_matches(code_BxS: jax.Array, code_table_KxL: jax.Array,

@@ -29,9 +29,17 @@ text only, as it chooses — and `data.token_assorted.parse_generations` scores 
   num_codes   latent codes among them
   trace_ok    the trace, codes read through the VQ-VAE decoder, is exactly the true trace
   heldout_loss   teacher-forced loss in the member's own format (latent: m = mix.max_chunks)
+and, when switched on (the `long` variant; off by default, so the other variants' records are as
+before):
+  code_ok          of the codes emitted, the fraction that decode to the right chunk of the true
+                   trace (`eval.code_accuracy`; 0 where no code is emitted)
+  accuracy_budget  the answer under a budget of `eval.budget` trace tokens: a longer trace is cut
+                   there and <ans> forced (`data.token_assorted.budget_sequences`, `budget_correct`)
+  trace_len_budget the trace tokens kept under the budget
 
 Report: `figures/curves.png`, `figures/comparison.png` (accuracy and trace length by mode, mean ±
-sem over seeds), `figures/codebook.png` (code frequencies; drawn by `analysis.token_assorted`),
+sem over seeds, and the accuracy under the budget when there is one), with a budget and the code
+check the paper's claims tested on the toy (`analysis.token_assorted.claims`), `figures/codebook.png` (code frequencies; drawn by `analysis.token_assorted`),
 `summary.json` and `table.md`. The comparison with the figures copied for the docs is
 `studies.token_assorted_comparison` (launch/token_assorted.py).
 """
@@ -92,6 +100,10 @@ def default_config() -> ml_collections.ConfigDict:
       eval_every=500))
   c.mix = ml_collections.ConfigDict(dict(
       max_chunks=3))               # latent mode: m ~ U{0..max_chunks} leading chunks become codes
+  c.eval = ml_collections.ConfigDict(dict(
+      budget=0,                    # > 0: also score answers under a budget of this many trace tokens
+                                   # (accuracy_budget; data.token_assorted.budget_correct); 0: off
+      code_accuracy=False))        # also report code_ok: emitted codes decoding to the right chunk
   c.compare = ('no_cot', 'cot', 'latent')   # modes trained side by side (members), of MODES
   c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=64, num_heads=4, positions='rope'))
   c.opt = ml_collections.ConfigDict(dict(name='adamw', lr=1e-3, wd=0.01, b1=0.9, b2=0.999,
@@ -121,7 +133,19 @@ def _paper(c: ml_collections.ConfigDict) -> None:
   c.train.update(steps=20_000, eval_every=2_000, checkpoint_every=10_000, steps_per_dispatch=5_000)
 
 
-VARIANTS = {'tiny': _tiny, 'paper': _paper}
+def _long(c: ml_collections.ConfigDict) -> None:
+  """The claim where it bites (CPU; 0.8–1.1 decoder steps/s, about 1.5 h on a shared 2-core
+  machine): the default task (12-token text trace) with the decoder trained 4× longer at twice the
+  batch (6000 steps of 64, lr 2e-3; 50k training questions), scored on 1000 held-out questions, by
+  the codes that decode right, and under a budget of 8 trace tokens: full-text CoT (12 tokens) no
+  longer fits, latent traces (6–8 tokens) do."""
+  c.data.update(num_train=50_000, num_heldout=1_000, batch_size=64)
+  c.opt.update(lr=2e-3)
+  c.eval.update(budget=8, code_accuracy=True)
+  c.train.update(steps=6_000, eval_every=1_000, checkpoint_every=1_000, steps_per_dispatch=500)
+
+
+VARIANTS = {'tiny': _tiny, 'long': _long, 'paper': _paper}
 
 
 def check_values(config: ml_collections.ConfigDict) -> None:
@@ -144,6 +168,8 @@ def check_values(config: ml_collections.ConfigDict) -> None:
                      f'must be <= data.num_train={d.num_train}')
   config_lib.require_nonnegative(config, 'vqvae.beta', 'vqvae.revive', 'opt.wd')
   chunks = d.num_digits // d.chunk_len
+  config_lib.require(0 <= config.eval.budget <= d.num_digits, 'eval.budget', config.eval.budget,
+                     f'must be in [0, data.num_digits={d.num_digits}] (0: off)')
   config_lib.require(0 <= config.mix.max_chunks <= chunks, 'mix.max_chunks', config.mix.max_chunks,
                      f'must be in [0, {chunks}] (the trace has data.num_digits / data.chunk_len '
                      f'= {chunks} chunks)')
@@ -271,7 +297,7 @@ def build_task(config: ml_collections.ConfigDict, vq_params) -> task_lib.Task:
   """Stage 2's Task; `vq_params` are stage 1's (leading seed axis), frozen into per-member codes."""
   model, v = make_model(config), vocab(config)
   n, L, batch_size = config.data.num_digits, config.data.chunk_len, config.data.batch_size
-  max_m = config.mix.max_chunks
+  max_m, budget = config.mix.max_chunks, config.eval.budget
   train, held = datasets(config)
   hp = member_hparams(config)
   frozen = frozen_codes(config, vq_params)
@@ -304,10 +330,23 @@ def build_task(config: ml_collections.ConfigDict, vq_params) -> task_lib.Task:
     generated = decoding.greedy_paths(model, params, v, seq['tokens'], prompt_len, n + 3)
     out = data_lib.parse_generations(v, generated, data['heldout_answer'], data['heldout_trace'],
                                      data['code_table'])
-    return {'heldout_loss': loss, 'accuracy': jnp.mean(out['correct'].astype(jnp.float32)),
-            'trace_len': jnp.mean(out['trace_len'].astype(jnp.float32)),
-            'num_codes': jnp.mean(out['num_codes'].astype(jnp.float32)),
-            'trace_ok': jnp.mean(out['trace_ok'].astype(jnp.float32))}
+    metrics = {'heldout_loss': loss, 'accuracy': jnp.mean(out['correct'].astype(jnp.float32)),
+               'trace_len': jnp.mean(out['trace_len'].astype(jnp.float32)),
+               'num_codes': jnp.mean(out['num_codes'].astype(jnp.float32)),
+               'trace_ok': jnp.mean(out['trace_ok'].astype(jnp.float32))}
+    if config.eval.code_accuracy:      # 0 when no code is emitted (no_cot, cot)
+      metrics['code_ok'] = (jnp.sum(out['codes_right']).astype(jnp.float32)
+                            / jnp.maximum(jnp.sum(out['num_codes']), 1).astype(jnp.float32))
+    if budget:
+      forced = data_lib.budget_sequences(v, seq['tokens'][:, :data_lib.prompt_length(n)],
+                                         generated, budget)
+      forced_answer = jnp.argmax(model.apply({'params': params}, forced)[:, -1], -1)
+      ok = data_lib.budget_correct(out['correct'], out['trace_len'], forced_answer,
+                                   data['heldout_answer'], budget)
+      metrics['accuracy_budget'] = jnp.mean(ok.astype(jnp.float32))
+      metrics['trace_len_budget'] = jnp.mean(jnp.minimum(out['trace_len'], budget)
+                                             .astype(jnp.float32))
+    return metrics
 
   t = data_lib.sequence_length(n)
   return task_lib.Task(
@@ -333,6 +372,8 @@ def summarise(result: task_lib.TrainResult, vq_result: task_lib.TrainResult,
   seed's VQ-VAE on the training chunks, and the trace shortening of latent against cot."""
   names = ['eval/accuracy', 'eval/trace_len', 'eval/num_codes', 'eval/trace_ok',
            'eval/heldout_loss']
+  names += [f'eval/{k}' for k in ('code_ok', 'accuracy_budget', 'trace_len_budget')
+            if f'eval/{k}' in result.history]
   rows = results.final_rows(result.history, result.members, names)
   for r in rows:
     r['mode'] = MODES[int(r['mode'])]
@@ -350,9 +391,15 @@ def summarise(result: task_lib.TrainResult, vq_result: task_lib.TrainResult,
               for i in range(config.num_seeds)]
   summary = {'modes': by_mode, 'codebook_by_seed': codebook,
              'full_trace_len': config.data.num_digits, 'paper': PAPER}
+  if config.eval.budget:
+    summary['budget'] = config.eval.budget
+    summary['num_heldout'] = config.data.num_heldout
   if 'cot' in by_mode and 'latent' in by_mode:
     summary['latent_shortening_vs_cot'] = analysis.shortening(
         by_mode['latent']['trace_len']['mean'], by_mode['cot']['trace_len']['mean'])
+  if (config.eval.budget and config.eval.code_accuracy
+      and {'no_cot', 'cot', 'latent'} <= set(by_mode)):
+    summary['claims'] = analysis.claims(summary)
   return summary
 
 
@@ -372,7 +419,7 @@ def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict
   results.write_json(os.path.join(result.workdir, 'summary.json'), summary)
   results.write_markdown(os.path.join(result.workdir, 'table.md'), analysis.table_markdown(summary))
   analysis.plot_comparison(summary['modes'], os.path.join(figdir, 'comparison.png'),
-                           config.num_seeds, config.train.steps)
+                           config.num_seeds, config.train.steps, config.eval.budget)
   frozen = frozen_codes(config, vqvae.params)
   analysis.plot_codebook(list(frozen['train_codes']), config.vqvae.num_codes,
                          experiment.seeds(config), os.path.join(figdir, 'codebook.png'))
@@ -389,5 +436,6 @@ EXPERIMENT = experiment.Experiment(
         analysis=('jaxdyn/analysis/token_assorted.py',),
         studies=('jaxdyn/studies/token_assorted_comparison.py',),
         launch=('launch/token_assorted.py',),
+        notebooks=('docs/notebooks/token_assorted.ipynb',),
         docs='docs/experiments/token_assorted.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
