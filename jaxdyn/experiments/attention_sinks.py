@@ -60,17 +60,16 @@ PAPER_SINKS = (0, 1, 2, 4)
 CONTROLS = ('bos', 'no_bos', 'sink_token')   # the members of data.source='bigram_backcopy'
 
 # The data (`data/attention_sinks.py`) and the evaluation (`analysis/attention_sinks_report.py`)
-# under the names the studies, tests and notebooks read.
+# under their old names (read by the task below, the study, the tests and the notebook).
 cache_size, stream_length, unit = data_lib.cache_size, data_lib.stream_length, data_lib.unit
-kjv_tokens, text_vocab_size = data_lib.kjv_tokens, data_lib.text_vocab_size
-NEWLINE = data_lib.NEWLINE
+kjv_tokens, NEWLINE = data_lib.kjv_tokens, data_lib.NEWLINE
 newline_starts, held_out_windows = data_lib.newline_starts, data_lib.held_out_windows
 held_out_streams, bigram_table = data_lib.held_out_streams, data_lib.bigram_table
 control_first, member_controls = data_lib.control_first, data_lib.member_controls
 bigram_held_out, bigram_streams = data_lib.bigram_held_out, data_lib.bigram_streams
 decoder_config, with_prefix = report_lib.decoder_config, report_lib.with_prefix
-eval_names, stream_nll = report_lib.eval_names, report_lib.stream_nll
-bigram_statistics, bigram_stream_nll = report_lib.bigram_statistics, report_lib.bigram_stream_nll
+eval_names, bigram_statistics = report_lib.eval_names, report_lib.bigram_statistics
+bigram_stream_nll = report_lib.bigram_stream_nll
 checkpoint_sink_metrics = report_lib.checkpoint_sink_metrics
 
 
