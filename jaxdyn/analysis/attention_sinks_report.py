@@ -1,0 +1,319 @@
+"""The evaluation and report of `experiments.attention_sinks` (Xiao et al., ICLR 2024,
+"StreamingLLM"; Guo et al., 2024, arXiv 2410.13835): the streamed perplexities per cache, the final
+sink statistics, the tables, summaries and figures of a run.
+
+  stream_nll         per-token NLL of a held-out stream under k+(C−k), re-computation or dense
+  streaming_report   rows per member and evaluation, perplexity by position (StreamingLLM's Fig. 3)
+  kjv_report         streaming.md / .json and the figures of a KJV run
+  bigram_report      bigram_backcopy.md / .json (the streaming table per control, the eviction
+                     ratios ppl(0+C) / ppl(1+(C−1)) per member, α_0 per layer and head on trigger and
+                     non-trigger queries) and figures/sink_effect.png
+
+The science (α_0, the sink score, the massive-activation view, the figures) is
+`analysis/attention_sinks.py`; the data (windows, streams, chains) `data/attention_sinks.py`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+
+from jaxdyn.analysis import attention_sinks as analysis
+from jaxdyn.core import checkpoint
+from jaxdyn.core import figures
+from jaxdyn.core import results
+from jaxdyn.core import task as task_lib
+from jaxdyn.data import attention_sinks as data_lib
+from jaxdyn.data import bigram_backcopy as bb
+from jaxdyn.models import attention_sinks as model_lib
+from jaxdyn.models import streaming
+from jaxdyn.models import transformer
+
+
+def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
+  """The variant's decoder over the text vocabulary + the sink token (id `text_vocab_size`)."""
+  m = config.model
+  context = config.data.seq_len + model_lib.prefix_length(config.variant)
+  return model_lib.decoder_config(config.variant, m.num_layers, m.d_model, m.num_heads,
+                                  max_len=max(context, data_lib.cache_size(config)),
+                                  multiple_of=m.multiple_of,
+                                  text_vocab_size=data_lib.text_vocab_size(config), mlp=m.mlp)
+
+
+def with_prefix(config: ml_collections.ConfigDict, tokens_BxT) -> jax.Array:
+  return model_lib.with_prefix(config.variant, tokens_BxT, data_lib.text_vocab_size(config))
+
+
+def bigram_statistics(dcfg: transformer.DecoderConfig, params, inputs_BxT: jax.Array,
+                      is_trigger_V: jax.Array, threshold: float) -> dict:
+  """The sink statistics of one member on its inputs: `sink_metrics` (α_0 per layer and head, the
+  sink score), α_0 on trigger and on non-trigger queries (t ≥ 1), the position-0 ratios."""
+  _, inter = transformer.forward_with_intermediates(dcfg, {'params': params}, inputs_BxT)
+  trigger_BxT = is_trigger_V[inputs_BxT] & (jnp.arange(inputs_BxT.shape[1]) >= 1)
+  other_BxT = ~is_trigger_V[inputs_BxT] & (jnp.arange(inputs_BxT.shape[1]) >= 1)
+  split = {f'first_token_attention_{name}': jnp.stack(
+      [analysis.attention_on_key_masked(w, mask, 0) for w in inter.attention_weights])
+           for name, mask in (('trigger', trigger_BxT), ('non_trigger', other_BxT))}
+  profile = analysis.activation_profile(dcfg, params, inter)
+  return {**analysis.sink_metrics(inter.attention_weights, 0, threshold), **split,
+          **analysis.first_position_ratios(profile)}
+
+
+def eval_names(config: ml_collections.ConfigDict) -> list[str]:
+  """The streamed evaluations, in table order: each k+(C−k), then the baselines asked for."""
+  size = data_lib.cache_size(config)
+  names = [str(streaming.CacheSpec.of_size(k, size)) for k in config.stream.num_sinks]
+  return names + ['recompute'] * config.stream.recompute + ['dense'] * config.stream.dense
+
+
+def stream_nll(config: ml_collections.ConfigDict, params, streams_BxN: np.ndarray,
+               name: str) -> np.ndarray:
+  """Per-token NLL B×(N−1) of the text tokens 1..N−1 under the evaluation `name`; for the sink
+  token variant the stream starts with the sink token, whose own prediction is not scored."""
+  dcfg = decoder_config(config)
+  tokens = with_prefix(config, jnp.asarray(streams_BxN))
+  if name == 'recompute':
+    nll = streaming.recompute_nll(dcfg, params, tokens, data_lib.cache_size(config))
+  elif name == 'dense':
+    nll = streaming.dense_nll(dcfg, params, tokens)
+  else:
+    num_sink, window = (int(x) for x in name.split('+'))
+    nll = streaming.streaming_nll(dcfg, params, tokens, streaming.CacheSpec(num_sink, window))
+  return np.asarray(nll[:, model_lib.prefix_length(config.variant):])
+
+
+def streaming_report(params_by_member, members, config) -> tuple[list[dict], dict]:
+  """Rows {seed, eval, perplexity} for every member and evaluation, and the seed-mean perplexity
+  by position {eval: (positions, perplexity)}."""
+  streams = data_lib.held_out_streams(config)
+  rows, curves = [], {}
+  for name in eval_names(config):
+    per_member = []
+    for m, member in enumerate(members):
+      params = jax.tree.map(lambda x, m=m: x[m], params_by_member)
+      nll = stream_nll(config, params, streams, name)
+      per_member.append(nll)
+      rows.append({**member, 'eval': name, 'perplexity': float(np.exp(nll.mean()))})
+    curves[name] = analysis.perplexity_by_position(np.concatenate(per_member), config.stream.bins)
+  return rows, curves
+
+
+def final_sink_metrics(params_by_member, config) -> dict[str, np.ndarray]:
+  """Per member, from its params on the attention windows: `first_token_attention` α_0 (S×L×N),
+  `sink_score` (S,), `virtual_sink_mass` (S×L×N, the attention sent to no token), and the
+  massive-activation view (`analysis.attention_sinks.activation_profile`): the profiles
+  `hidden_norm`, `hidden_max` (S×(L+1)×T), `value_norm` (S×L×K×T) and their position-0 ratios."""
+  windows = data_lib.held_out_windows(config, config.data.attention_windows)
+  inputs = with_prefix(config, jnp.asarray(windows[:, :-1]))
+  dcfg = decoder_config(config)
+
+  def one(params):
+    _, inter = transformer.forward_with_intermediates(dcfg, {'params': params}, inputs)
+    profile = analysis.activation_profile(dcfg, params, inter)
+    return {**analysis.sink_metrics(inter.attention_weights, 0, config.analysis.sink_threshold),
+            **profile, **analysis.first_position_ratios(profile)}
+
+  return jax.tree.map(np.asarray, jax.jit(jax.vmap(one))(params_by_member))
+
+
+def checkpoint_sink_metrics(config: ml_collections.ConfigDict, run_workdir: str) -> dict:
+  """`final_sink_metrics` of the latest checkpoint in a finished run's workdir (no training, no
+  resume: for runs made before a statistic existed). `config` must describe that run."""
+  return final_sink_metrics(checkpoint.load_params(run_workdir), config)
+
+
+def plot_training_curves(result: task_lib.TrainResult, path: str, title: str) -> str:
+  """Held-out perplexity and sink score against step, every member."""
+  return figures.plot_curves(result.history, result.members,
+                             panels={'held-out perplexity': ('eval/perplexity',),
+                                     'sink score': ('eval/sink_score',)},
+                             path=path, title=title, log_y=('held-out perplexity',))
+
+
+def kjv_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
+  """streaming.json and streaming.md (perplexity per evaluation, mean ± sem over seeds); figures:
+  perplexity_by_position.png, first_token_attention.png (α_0 over training, first seed),
+  attention_maps.png (first seed, first held-out window), activation_profile.png (hidden-state
+  and value norms by position, first seed), curves.png."""
+  out = result.workdir
+  figdir = os.path.join(out, 'figures')
+  rows, curves = streaming_report(result.params, result.members, config)
+  table = results.over_seeds(rows, 'perplexity', by=['eval'])
+  order = eval_names(config)
+  table.sort(key=lambda r: order.index(r['eval']))
+  m = config.model
+  title = (f'{config.variant}: KJV {data_lib.unit(config)}s, {m.num_layers} layers d '
+           f'{m.d_model}, trained on {config.data.seq_len}, cache {data_lib.cache_size(config)}, '
+           f'{config.train.steps} steps')
+  header = f'perplexity (per {data_lib.unit(config)})'
+  markdown = title + '\n\n' + results.markdown_table(
+      table, {'evaluation': 'eval', header: 'perplexity'}, {header: '.3f'})
+  results.write_markdown(os.path.join(out, 'streaming.md'), markdown)
+  final = final_sink_metrics(result.params, config)
+  summary = {'variant': config.variant, 'cache_size': data_lib.cache_size(config), 'rows': rows,
+             'table': table, 'curves': {k: [v[0], v[1]] for k, v in curves.items()},
+             **{f'final_{k}': v.tolist() for k, v in final.items()}}
+  results.write_json(os.path.join(out, 'streaming.json'), summary)
+  analysis.plot_perplexity_by_position(curves, os.path.join(figdir, 'perplexity_by_position.png'),
+                                    title, trained_context=config.data.seq_len)
+  if 'eval/first_token_attention' in result.history:   # arrays are not kept by a resumed run
+    analysis.plot_first_token_attention(result.history['step'],
+                                     result.history['eval/first_token_attention'][:, 0],
+                                     os.path.join(figdir, 'first_token_attention.png'),
+                                     title + ' (seed 0)')
+  params0 = jax.tree.map(lambda x: x[0], result.params)
+  window = with_prefix(config, jnp.asarray(
+      data_lib.held_out_windows(config, 1)[:, :-1]))
+  _, inter = jax.jit(functools.partial(transformer.forward_with_intermediates,
+                                        decoder_config(config)))({'params': params0}, window)
+  analysis.plot_attention_maps([np.asarray(w) for w in inter.attention_weights],
+                            os.path.join(figdir, 'attention_maps.png'), title)
+  analysis.plot_activation_profile({k: final[k][0] for k in ('hidden_norm', 'hidden_max',
+                                                          'value_norm')},
+                                os.path.join(figdir, 'activation_profile.png'),
+                                title + ' (seed 0, mean over the attention windows)')
+  plot_training_curves(result, os.path.join(figdir, 'curves.png'), title)
+  return summary
+
+
+def bigram_stream_nll(config: ml_collections.ConfigDict, params, control: str,
+                      streams_BxN: np.ndarray, name: str) -> np.ndarray:
+  """NLL B×(N−1) of the chain tokens c_1..c_{N−1} under the evaluation `name` ('k+w' or 'dense');
+  a control with a first token (BOS, sink) streams [first, c_0, ...] and its first prediction (c_0
+  from it) is not scored, so every control is scored on the same tokens."""
+  dcfg = decoder_config(config)
+  first = data_lib.control_first(config, control)
+  tokens = jnp.asarray(streams_BxN if first < 0 else np.concatenate(
+      [np.full((len(streams_BxN), 1), first, streams_BxN.dtype), streams_BxN], axis=1))
+  if name == 'dense':
+    nll = streaming.dense_nll(dcfg, params, tokens)
+  else:
+    num_sink, window = (int(x) for x in name.split('+'))
+    nll = streaming.streaming_nll(dcfg, params, tokens, streaming.CacheSpec(num_sink, window))
+  return np.asarray(nll[:, 0 if first < 0 else 1:])
+
+
+def bigram_final_statistics(params_by_member, controls: list[str],
+                            config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
+  """`bigram_statistics` of every member on the attention windows (S×... arrays)."""
+  dcfg, table = decoder_config(config), data_lib.bigram_table(config)
+  is_trigger_V = jnp.asarray(np.concatenate([table.is_trigger(), [False]]))
+  held_out = jnp.asarray(data_lib.bigram_held_out(config, config.data.eval_windows,
+                                         config.data.seq_len + 1)[:config.data.attention_windows])
+  first_S = jnp.asarray([data_lib.control_first(config, c) for c in controls], jnp.int32)
+
+  def one(params, first):
+    inputs = bb.with_first(held_out, first)[:, :-1]
+    return bigram_statistics(dcfg, params, inputs, is_trigger_V, config.analysis.sink_threshold)
+
+  return jax.tree.map(np.asarray, jax.jit(jax.vmap(one))(params_by_member, first_S))
+
+
+def bigram_markdown(table: list[dict], per_control: dict, config: ml_collections.ConfigDict,
+                    optimal: float) -> str:
+  """The streaming table (mean ± sem over seeds per control and evaluation), then per control and
+  layer: α_0 (all, trigger, non-trigger queries), the sink score and the position-0 ratios."""
+  names = eval_names(config)
+  rows = {}
+  for r in table:
+    row = rows.setdefault(r['control'], {'control': r['control']})
+    row[r['eval']], row[r['eval'] + '/sem'] = r['perplexity'], r['perplexity/sem']
+  for control, row in rows.items():
+    for key, values in per_control[control].items():
+      if np.ndim(values) == 1:
+        row[key], row[key + '/min'] = float(np.mean(values)), float(np.min(values))
+  size, m = data_lib.cache_size(config), config.model
+  evict, sink_only = f'0+{size} / 1+{size - 1}', f'1+{size - 1} / 4+{size - 4}'
+  for row in rows.values():
+    row[evict] = row['evict_ratio']
+    row[evict + ' (min)'] = row['evict_ratio/min']
+    row[sink_only] = row['sink_only_ratio']
+  b = config.data.bigram
+  title = (f'Bigram-Backcopy: random table of {b.num_tokens} tokens (Dirichlet {b.concentration}), '
+          f'{b.triggers} triggers; decoder {m.num_layers} layers × {m.num_heads} heads, d '
+          f'{m.d_model}, MLP {m.mlp}; context {config.data.seq_len}, {config.train.steps} steps × '
+          f'batch {config.data.batch_size}, {config.num_seeds} seeds per control. Streams of '
+          f'{data_lib.stream_length(config) - 1} predicted tokens, cache {size}; perplexity mean ± '
+          f'sem over seeds (the process\'s own: {optimal:.3f}).\n\n')
+  streaming_table = results.markdown_table(
+      list(rows.values()), {'control': 'control', **{n: n for n in names}, evict: evict,
+                            evict + ' (min)': evict + ' (min)', sink_only: sink_only},
+      {**{n: '.3f' for n in names}, evict: '.3f', evict + ' (min)': '.3f', sink_only: '.3f'})
+  layer_rows, eps = [], config.analysis.sink_threshold
+  for control in rows:
+    stats = {k: np.asarray(v) for k, v in per_control[control].items()}
+    for layer in range(m.num_layers):
+      for head in range(m.num_heads):   # no GQA here: one value head per head
+        alpha = stats['final_first_token_attention'][:, layer, head]
+        layer_rows.append({
+            'control': control, 'layer': layer, 'head': head,
+            **{k: float(np.mean(stats[f'final_{k}'][:, layer, head]))
+               for k in ('first_token_attention', 'first_token_attention_trigger',
+                         'first_token_attention_non_trigger')},
+            'sink heads': f'{int(np.sum(alpha > eps))}/{len(alpha)}',
+            'v0': float(np.mean(stats['final_value_norm_ratio'][:, layer, head])),
+            'h0': float(np.mean(stats['final_hidden_norm_ratio'][:, layer + 1]))})
+  layer_table = results.markdown_table(
+      layer_rows, {'control': 'control', 'layer': 'layer', 'head': 'head',
+                   'α₀ all queries': 'first_token_attention',
+                   'α₀ trigger queries': 'first_token_attention_trigger',
+                   'α₀ non-trigger queries': 'first_token_attention_non_trigger',
+                   f'seeds with α₀ > {eps}': 'sink heads',
+                   '‖v₀‖/median': 'v0', '‖h₀‖/median (after the block)': 'h0'},
+      {'α₀ all queries': '.3f', 'α₀ trigger queries': '.3f', 'α₀ non-trigger queries': '.3f',
+       '‖v₀‖/median': '.2f', '‖h₀‖/median (after the block)': '.2f'})
+  return title + streaming_table + '\n\nPer layer and head (seed means):\n\n' + layer_table
+
+
+def bigram_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
+  """bigram_backcopy.json and .md (the streaming table per control, the eviction ratios per member,
+  the sink statistics per layer and head), figures/sink_effect.png and curves.png."""
+  out, controls = result.workdir, data_lib.member_controls(config, result.members)
+  streams = data_lib.bigram_streams(config)
+  names = eval_names(config)
+  rows, members = [], []
+  for m, (member, control) in enumerate(zip(result.members, controls)):
+    params = jax.tree.map(lambda x, m=m: x[m], result.params)
+    ppl = {name: float(np.exp(bigram_stream_nll(config, params, control, streams, name).mean()))
+           for name in names}
+    rows += [{'control': control, 'seed': member['seed'], 'eval': n, 'perplexity': p}
+             for n, p in ppl.items()]
+    size = data_lib.cache_size(config)
+    members.append({'control': control, 'seed': member['seed'], 'perplexity': ppl,
+                    'evict_ratio': analysis.eviction_ratio(ppl, (0, 1), size),
+                    'sink_only_ratio': (analysis.eviction_ratio(ppl, (1, 4), size)
+                                        if {1, 4} <= set(config.stream.num_sinks) else np.nan)})
+  final = bigram_final_statistics(result.params, controls, config)
+  per_control = {}
+  for control in config.data.controls:
+    idx = [i for i, c in enumerate(controls) if c == control]
+    per_control[control] = {
+        'evict_ratio': [members[i]['evict_ratio'] for i in idx],
+        'sink_only_ratio': [members[i]['sink_only_ratio'] for i in idx],
+        **{f'final_{k}': v[idx].tolist() for k, v in final.items()}}
+  table = results.over_seeds(rows, 'perplexity', by=['control', 'eval'])
+  table.sort(key=lambda r: (config.data.controls.index(r['control']), names.index(r['eval'])))
+  optimal = float(np.exp(bb.optimal_nll(data_lib.bigram_table(config), streams).mean()))
+  markdown = bigram_markdown(table, per_control, config, optimal)
+  results.write_markdown(os.path.join(out, 'bigram_backcopy.md'), markdown)
+  summary = {'source': 'bigram_backcopy', 'cache_size': data_lib.cache_size(config),
+             'members': members, 'table': table, 'optimal_perplexity': optimal, 'per_control': per_control}
+  results.write_json(os.path.join(out, 'bigram_backcopy.json'), summary)
+  figdir = os.path.join(out, 'figures')
+  m = config.model
+  title = (f'Bigram-Backcopy, {m.num_layers} layers × {m.num_heads} heads d {m.d_model}, context '
+           f'{config.data.seq_len}, {config.train.steps} steps, {config.num_seeds} seeds')
+  head_mean = lambda c, k: np.asarray(per_control[c][f'final_{k}']).mean(axis=-1)
+  analysis.plot_sink_effect(
+      {c: head_mean(c, 'first_token_attention') for c in per_control},
+      {c: np.asarray(per_control[c]['evict_ratio']) for c in per_control},
+      os.path.join(figdir, 'sink_effect.png'), title,
+      split={s: {c: head_mean(c, f'first_token_attention_{s}') for c in per_control}
+             for s in ('trigger', 'non_trigger')})
+  plot_training_curves(result, os.path.join(figdir, 'curves.png'), title)
+  return summary
