@@ -182,7 +182,7 @@ def seed_mean_curve(history: dict[str, np.ndarray], members: list[dict],
     curve = curves.get(tuple(setting.values()))
   if curve is None:
     raise ValueError(f'no eval/perplexity records for the members with {setting}')
-  evaluated = np.isfinite(curve['mean'])
+  evaluated = curve['diverged'] == 0   # every matching member has a finite value at that step
   return curve['step'][evaluated], curve['mean'][evaluated]
 
 
