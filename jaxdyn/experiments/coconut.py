@@ -170,7 +170,8 @@ def _superposition(c: ml_collections.ConfigDict) -> None:
   papers' stage length was not available to us), weight decay 0.01.
 
   Memory (compile-only, `launch/coconut_memory.py`, float32, the 9 members on one device, compiled
-  on CPU): arguments 1.45 GiB, temporaries 25.14 GiB, total 26.60 GiB: one 80 GB H100. Time, estimated from FLOPs (not measured): 6 · N · tokens ≈ 4.3 TFLOP per member-step
+  on CPU): arguments 1.45 GiB, temporaries 25.14 GiB, total 26.60 GiB: one 80 GB H100. Time,
+  estimated from FLOPs (not measured): 6 · N · tokens ≈ 4.3 TFLOP per member-step
   (N ≈ 14.2M non-embedding params, 256 × 198 tokens), × 9 members × 20,700 steps ≈ 0.8 EFLOP: about
   1.5-3 hours on one H100 at 15-30% of its ~495 TFLOP/s dense tf32 peak (10-20 minutes per model);
   generating the 18,686 questions takes about 15 CPU-minutes before training starts.

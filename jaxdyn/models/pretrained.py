@@ -305,12 +305,18 @@ def _neox_params(cfg: transformer.DecoderConfig, w: _Weights) -> dict:
         'mlp_norm': _norm(w, p + 'post_attention_layernorm'),
         'mlp': {'fc1': _linear(w, p + 'mlp.dense_h_to_4h'),
                 'fc2': _linear(w, p + 'mlp.dense_4h_to_h')}}
-  if cfg.tie_embeddings:
-    if 'embed_out.weight' in w:
-      w.take('embed_out.weight')
-  else:
-    params['head'] = {'kernel': w.take('embed_out.weight').T}
+  _output_head(cfg, w, 'embed_out.weight', params)
   return params
+
+
+def _output_head(cfg: transformer.DecoderConfig, w: _Weights, name: str, params: dict) -> None:
+  """The untied output projection `name` as `params['head']`; with tied embeddings a saved copy of
+  the embedding under `name` is taken (so it is not reported as unused) and dropped."""
+  if cfg.tie_embeddings:
+    if name in w:
+      w.take(name)
+  else:
+    params['head'] = {'kernel': w.take(name).T}
 
 
 def _llama_params(cfg: transformer.DecoderConfig, w: _Weights) -> dict:
@@ -324,11 +330,7 @@ def _llama_params(cfg: transformer.DecoderConfig, w: _Weights) -> dict:
     params[f'layer_{i}'] = {'attn_norm': _norm(w, p + 'input_layernorm', bias=False), 'attn': attn,
                             'mlp_norm': _norm(w, p + 'post_attention_layernorm', bias=False),
                             'mlp': mlp}
-  if cfg.tie_embeddings:
-    if 'lm_head.weight' in w:
-      w.take('lm_head.weight')
-  else:
-    params['head'] = {'kernel': w.take('lm_head.weight').T}
+  _output_head(cfg, w, 'lm_head.weight', params)
   return params
 
 
