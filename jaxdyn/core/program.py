@@ -26,6 +26,7 @@ from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core.config import ConfigError
 from jaxdyn.core.stats import tree_norms
+from jaxdyn.core import task as task_lib
 from jaxdyn.core.task import Task
 
 
@@ -76,6 +77,41 @@ class Placement:
     shared = jax.device_put(task.shared_data, self.replicated)
     hparams = jax.device_put({k: jnp.asarray(v) for k, v in task.hparams.items()}, self.sweep)
     return data, shared, hparams
+
+
+def feed_sharding(mesh, ndim: int) -> jax.sharding.NamedSharding:
+  """A feed's batches (steps, batch, ...): the batch axis over `data`, replicated over `sweep`."""
+  return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, mesh_lib.DATA,
+                                                                     *[None] * (ndim - 2)))
+
+
+def with_fed_batches(task: Task, placement: Placement, shared, start: int, stop: int):
+  """`shared` with the batches of steps [start, stop) from `task.feed` (unchanged without one):
+  each process gives its rows (`Feed.batches`), which make up the global batch axis."""
+  if task.feed is None:
+    return shared
+  local = task.feed.batches(start, stop)
+  shape, _ = task.feed.batch_shape(stop - start)
+  sharding = feed_sharding(placement.mesh, len(shape))
+  if jax.process_count() > 1:
+    batches = jax.make_array_from_process_local_data(sharding, local, shape)
+  else:
+    batches = jax.device_put(local, sharding)
+  return {**(shared or {}), task_lib.FED_BATCHES: batches,
+          task_lib.FED_START: jax.device_put(jnp.int32(start), placement.replicated)}
+
+
+def _abstract_fed(task: Task, shared, steps: int, placement: Placement | None = None):
+  """Abstract `shared` with a feed's batches of `steps` steps (unchanged without a feed)."""
+  if task.feed is None:
+    return shared
+  shape, dtype = task.feed.batch_shape(steps)
+  where = {} if placement is None else {
+      'batches': dict(sharding=feed_sharding(placement.mesh, len(shape))),
+      'start': dict(sharding=placement.replicated)}
+  return {**(shared or {}),
+          task_lib.FED_BATCHES: jax.ShapeDtypeStruct(shape, dtype, **where.get('batches', {})),
+          task_lib.FED_START: jax.ShapeDtypeStruct((), jnp.int32, **where.get('start', {}))}
 
 
 def _placement(task: Task, where) -> Placement:
@@ -164,7 +200,7 @@ def step_jaxpr(task: Task, mesh=None, *, with_stats: bool = False,
   state = jax.eval_shape(functools.partial(init_state, task))
   return jax.make_jaxpr(functools.partial(member_step, task, mesh, with_stats, microbatches))(
       _one_member(state['members']), jax.ShapeDtypeStruct((), jnp.int32), _one_member(task.data),
-      _abstract(task.shared_data), _one_member(task.hparams))
+      _abstract_fed(task, _abstract(task.shared_data), 1), _one_member(task.hparams))
 
 
 def with_shared(data, shared):
@@ -263,7 +299,8 @@ def compile_chunk(task: Task, mesh, *, microbatches: int = 1, shard_params: bool
                         is_leaf=lambda x: isinstance(x, jax.sharding.Sharding))
   state = abstract(jax.eval_shape(functools.partial(init_state, task)), placement.state)
   data = abstract(task.data, placement.sweep)
-  shared = abstract(task.shared_data, placement.replicated)
+  shared = _abstract_fed(task, abstract(task.shared_data, placement.replicated), n_outer * n_inner,
+                        placement)
   hparams = {k: jax.ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype, sharding=placement.sweep)
              for k, v in task.hparams.items()}
   chunk = build_chunk_fn(task, placement, microbatches=microbatches)

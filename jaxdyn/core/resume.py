@@ -4,6 +4,7 @@ Restarting in a workdir that holds checkpoints resumes the run saved there. Befo
 `check_same_run` refuses a config that changes a result-changing field (each named with its saved and
 asked values): only `RESUMABLE_CHANGES` may differ, and a field in `FIELDS_ADDED_SINCE` that the saved
 config lacks resumes when it is asked at the value that reproduces what the saved run did.
+`feed_position` is where a streamed corpus (`Task.feed`) stood at the checkpoint.
 `check_not_past_the_end` refuses fewer steps than the run has reached. `history_prefix` reads the
 records of the steps already run back from `<workdir>/metrics.jsonl` (`core.metrics`), so that the
 resumed run returns the whole history.
@@ -11,6 +12,7 @@ resumed run returns the whole history.
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from jaxdyn.core import metrics as metrics_lib
@@ -26,7 +28,10 @@ RESUMABLE_CHANGES = ('train.steps', 'train.progress_every_secs', 'train.steps_pe
 # Fields added to every config after runs were saved without them, with the value that reproduces
 # what those runs did: a saved config lacking the field resumes when the asked value is this one.
 FIELDS_ADDED_SINCE = {'train.microbatches': 1, 'mesh.shard_params': False,
-                      'train.profile_steps': (0, 0)}
+                      'train.profile_steps': (0, 0),
+                      # galore_pretrain's corpus fields (runs before them read the KJV bytes)
+                      'data.corpus': 'kjv_bytes', 'data.dir': '', 'data.tokenizer': '',
+                      'data.vocab_size': 0}
 
 
 def _value(tree, dotted: str):
@@ -53,6 +58,23 @@ def check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:
     asked = ', '.join(f'{f}={_value(config_json, f)!r}' for f in diff)
     raise ConfigError(f'workdir {workdir} holds a run with {held}; refusing to resume it with '
                       f'{asked} (use a new workdir, or the original values)')
+
+
+FEED_POSITION = 'feed_position'   # the meta key of a `Task.feed`'s positions, one row per process
+
+
+def feed_position(meta: dict, step: int, workdir: str) -> np.ndarray:
+  """This process's stream position (`Task.feed`) saved with the checkpoint of `step`; refuses a
+  checkpoint without one or saved by another number of processes."""
+  rows = meta.get(FEED_POSITION)
+  if rows is None:
+    raise ConfigError(f'the checkpoint of step {step} in workdir {workdir} holds no stream position '
+                      f'({FEED_POSITION}), so its data stream cannot be resumed; use a new workdir')
+  if len(rows) != jax.process_count():
+    raise ConfigError(f'the checkpoint of step {step} in workdir {workdir} was saved by '
+                      f'{len(rows)} processes, each streaming its own files; resume it with '
+                      f'{len(rows)} processes, not {jax.process_count()}')
+  return np.asarray(rows[jax.process_index()], np.int64)
 
 
 def check_not_past_the_end(step: int, schedule: Schedule, workdir: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import jax
 import numpy as np
@@ -20,6 +20,34 @@ from jaxdyn.core.config import ConfigError
 Params = Any
 Batch = Any
 Hparams = Mapping[str, jax.Array]
+
+
+FED_BATCHES, FED_START = 'fed_batches', 'fed_start'   # the shared-data keys of a feed's batches
+
+
+class Feed(Protocol):
+  """Batches made on the host, one array per dispatch, for data that is streamed rather than held on
+  the device (`data.packing.StreamFeed`). The trainer calls `batches(start, stop)` with consecutive
+  step ranges; `position()` is a small int array (where the stream is) that every checkpoint stores,
+  one row per process, and `restore` returns to it on resume, so that a resumed run reads the same
+  batches as an uninterrupted one."""
+
+  def batch_shape(self, steps: int) -> tuple[tuple[int, ...], Any]:
+    """Global shape (steps first, then the batch axis) and dtype of `batches` over `steps` steps."""
+
+  def batches(self, start: int, stop: int) -> np.ndarray:
+    """This process's part of the batches of steps [start, stop), steps first."""
+
+  def position(self) -> np.ndarray:
+    """Where the stream is (after the last batch made), as a small int array."""
+
+  def restore(self, position: np.ndarray | None) -> None:
+    """Back to a `position()`; None: the start."""
+
+
+def fed_batch(data, step):
+  """Inside `get_batch`: the feed's batch of `step` (a `Task.feed`'s rows for this dispatch)."""
+  return jax.lax.dynamic_index_in_dim(data[FED_BATCHES], step - data[FED_START], keepdims=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +70,8 @@ class Task:
   the step's largest intermediate, 'all' vmaps every member, an int k runs groups of k in a loop,
   'unrolled:k' groups of k as independent sub-programs.
   It changes the program, not the maths.
+  `feed` (a `Feed`, optional): batches made on the host for each dispatch (a corpus streamed from
+  files); they reach `get_batch` in the shared data, read with `fed_batch(data, step)`.
   """
   init_params: Callable[..., Params]
   loss_fn: Callable[..., tuple[jax.Array, dict]]
@@ -52,6 +82,7 @@ class Task:
   data: Any = None
   shared_data: dict | None = None
   member_batch: int | str = 'auto'
+  feed: Feed | None = None
 
   @property
   def num_members(self) -> int:

@@ -295,6 +295,18 @@ class _Profiler:
 # --------------------------------------------------------------------------- the loop
 
 
+def _with_feed_position(meta: dict, task: Task) -> dict:
+  """The checkpoint's meta, with every process's feed position (`Task.feed`) where there is one."""
+  if task.feed is None:
+    return meta
+  position = np.asarray(task.feed.position(), np.int64)
+  if jax.process_count() > 1:
+    position = np.asarray(multihost_utils.process_allgather(position))
+  else:
+    position = position[None]
+  return {**meta, resume.FEED_POSITION: position.tolist()}
+
+
 def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_json: dict | None = None,
           tensorboard: bool = True, shard_params: bool = False,
           placement: program.Placement | None = None) -> TrainResult:
@@ -337,12 +349,17 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, placement: pr
       if saved is None or step0 != saved[0]:   # fell back past the checkpoint checked above
         resume.check_same_run(meta, config_json, workdir)
         resume.check_not_past_the_end(step0, schedule, workdir)
+      if task.feed is not None:   # the stream continues where the checkpoint left it
+        task.feed.restore(resume.feed_position(meta, step0, workdir))
       logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
       if is_primary():   # the records are process 0's (the others keep the steps they ran)
         metrics_lib.truncate_after(workdir, step0)
         history_prefix = resume.history_prefix(workdir, len(members), step0)
-    elif is_primary():
-      metrics_lib.start_fresh(workdir)
+    else:
+      if task.feed is not None:
+        task.feed.restore(None)
+      if is_primary():
+        metrics_lib.start_fresh(workdir)
     step = int(jax.device_get(state['step']))
 
     writer = (metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,
@@ -373,7 +390,9 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, placement: pr
     while step < schedule.steps:
       n_outer, n_inner = dispatcher.next_chunk(step)
       profiler.before(step, step + n_outer * n_inner)
-      state, outs = dispatcher.run(n_outer, n_inner, state, data, shared, hparams)
+      shared_now = program.with_fed_batches(task, placement, shared, step,
+                                            step + n_outer * n_inner)
+      state, outs = dispatcher.run(n_outer, n_inner, state, data, shared_now, hparams)
       if dispatcher.measuring:   # the launch's first dispatch, timed to size the others
         jax.block_until_ready((state, outs))
         dispatcher.measured(n_outer, n_inner)
@@ -386,7 +405,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, placement: pr
         history.add_chunk(*pending)   # checked finite before it is saved
         pending = None
         writer.sync()   # the records up to a checkpoint are in the workdir before it is
-        checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)   # copy: `state` is donated
+        checkpointer.save(step, jax.tree.map(jnp.copy, state), _with_feed_position(meta, task))   # copy: `state` is donated
         history.last_good_checkpoint = checkpointer.path(step)
       boundary += 1   # JAX's preemption sync point counts calls, one per dispatch on every process
       if step < schedule.steps and (_STOP.is_set() or checkpointer.reached_preemption(boundary)):
@@ -395,7 +414,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, placement: pr
           history.add_chunk(*pending)
           pending = None
           writer.sync()
-          checkpointer.save(step, jax.tree.map(jnp.copy, state), meta)
+          checkpointer.save(step, jax.tree.map(jnp.copy, state), _with_feed_position(meta, task))
         progress.maybe_print(step, {}, force=True)
         _STOP.clear()
         raise StopRequested(step, checkpointer.path(step))
