@@ -1,6 +1,7 @@
 """Tests of jaxdyn.experiments.galore_pretrain: the :tiny config end to end, the methods, checks."""
 
 import os
+from unittest import mock
 
 from absl.testing import absltest, parameterized
 import jax
@@ -9,13 +10,108 @@ import numpy as np
 import optax
 
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import trainer
+from jaxdyn.data import packing
 from jaxdyn.experiments import galore_pretrain as lib
+import corpus_standin
 
 
 def tiny(method: str):
   config = lib.get_config('tiny')
   config.method = method
   return config
+
+
+def paper_on_standin(directory: str, **overrides):
+  """The :paper config (C4, T5 tokenizer) on a generated stand-in: three tiny train shards, one
+  validation shard, a SentencePiece model trained on them; the model shrunk to d_model 16."""
+  texts = corpus_standin.write_c4(directory, train_shards=3, docs_per_shard=20)
+  config = lib.get_config('paper')
+  config.data.update(dir=directory, tokenizer=corpus_standin.train_sentencepiece(directory, texts),
+                     vocab_size=96, seq_len=8, batch_size=2, eval_windows=4)
+  config.model.update(num_layers=1, d_model=16, num_heads=2, multiple_of=8)
+  config.galore.update(rank=4, update_proj_gap=2)
+  config.lora.rank = 4
+  config.train.update(steps=6, eval_every=2, checkpoint_every=2, steps_per_dispatch=2,
+                      tensorboard=False)
+  config.update_from_flattened_dict(overrides)
+  return config
+
+
+class StopAtStep(packing.StreamFeed):
+  """A feed that asks the trainer to stop once it has made the batches of step `stop_at`."""
+  stop_at = None
+
+  def batches(self, start, stop):
+    if start == StopAtStep.stop_at:
+      trainer.request_stop()
+    return super().batches(start, stop)
+
+
+class GalorePaperCorpusTest(absltest.TestCase):
+
+  def test_paper_on_a_c4_standin_stops_and_resumes_bit_identically(self):
+    data = self.create_tempdir().full_path
+    config = paper_on_standin(data)
+    self.assertEqual((config.data.corpus, config.data.seq_len), ('c4', 8))
+    straight = lib.train_and_evaluate(config, self.create_tempdir().full_path)
+    self.assertEqual(straight.history['step'].tolist(), [0, 2, 4, 6])
+    self.assertTrue(np.all(np.isfinite(straight.history['eval/perplexity'])))
+    self.assertFalse(np.array_equal(straight.history['eval/perplexity'][0],
+                                    straight.history['eval/perplexity'][-1]))   # it trained
+
+    workdir = self.create_tempdir().full_path
+    with mock.patch.object(packing, 'StreamFeed', StopAtStep):
+      StopAtStep.stop_at = 2
+      with self.assertRaises(trainer.StopRequested) as stopped:
+        lib.train_and_evaluate(config, workdir)
+      self.assertEqual(stopped.exception.step, 4)
+      StopAtStep.stop_at = None
+      resumed = lib.train_and_evaluate(config, workdir)
+
+    jax.tree.map(np.testing.assert_array_equal, resumed.params, straight.params)
+    for name, values in straight.history.items():
+      np.testing.assert_array_equal(resumed.history[name], values, err_msg=name)
+    with open(os.path.join(workdir, metrics_lib.METRICS_FILE)) as f, open(
+        os.path.join(straight.workdir, metrics_lib.METRICS_FILE)) as g:
+      self.assertEqual(f.read().splitlines(), g.read().splitlines())
+
+  def test_the_stream_position_decides_the_batches(self):
+    """A resume that ignored the saved position (the stream from its start) would differ."""
+    config = paper_on_standin(self.create_tempdir().full_path)
+    feed = lib.build_task(config).feed
+    feed.restore(None)
+    first = feed.batches(0, 2)
+    self.assertFalse(np.array_equal(feed.batches(2, 4), first))
+    self.assertTrue(np.all(first[:, :, 0] >= 0) and np.any(first == 1))   # T5's EOS separates
+
+  def test_missing_corpus_or_tokenizer_is_one_line(self):
+    directory = self.create_tempdir().full_path
+    config = paper_on_standin(directory)
+    for field, value, expected in (('dir', os.path.join(directory, 'none'), 'allenai/c4'),
+                                   ('tokenizer', os.path.join(directory, 'no.model'),
+                                    'spiece.model')):
+      bad = paper_on_standin(directory, **{f'data.{field}': value})
+      with self.assertRaises(FileNotFoundError) as e:
+        lib.build_task(bad)
+      self.assertNotIn('\n', str(e.exception))
+      self.assertIn(expected, str(e.exception))
+      self.assertIn(value, str(e.exception))
+    config.data.vocab_size = 10
+    with self.assertRaisesRegex(config_lib.ConfigError, "'data.vocab_size' = 10 is below"):
+      lib.build_task(config)
+
+  def test_paper_variants_are_the_papers_setup(self):
+    widths = {}
+    for variant, size in (('paper', '60m'), ('paper_130m', '130m'), ('paper_350m', '350m'),
+                          ('paper_1b', '1b')):
+      config = lib.get_config(variant)
+      self.assertEqual((config.data.corpus, config.data.vocab_size, config.data.seq_len,
+                        config.data.batch_size), ('c4', 32_000, 256, 512))
+      self.assertEqual(config.galore.update_proj_gap, 200)
+      widths[size] = lib.decoder_config(config).mlp_dim
+    self.assertEqual(widths, {'60m': 1376, '130m': 2048, '350m': 2736, '1b': 5461})
 
 
 class GalorePretrainTest(parameterized.TestCase):

@@ -154,6 +154,7 @@ def _paper_shape(c: ml_collections.ConfigDict, size: str) -> None:
                  num_heads=shape['num_heads'], multiple_of=shape['multiple_of'])
   c.galore.rank = c.lora.rank = shape['rank']
   scale_schedule_to(c, steps=shape['steps'])
+  c.galore.update_proj_gap = 200   # the reference's scripts: T = 200 at every size
   c.train.update(eval_every=1_000, checkpoint_every=1_000, steps_per_dispatch=1_000)
 
 
