@@ -57,6 +57,17 @@ class PackingTest(absltest.TestCase):
     with self.assertRaisesRegex(ValueError, 'past the end of document 0'):
       self.stream().restore([0, 0, 0, 10_000, 0])
 
+  def test_prefetched_batches_equal_the_ones_read_in_turn(self):
+    plain = packing.StreamFeed(self.stream(), global_batch_size=2, prefetch=False)
+    ahead = packing.StreamFeed(self.stream(), global_batch_size=2)
+    for start, stop in ((0, 3), (3, 6), (6, 7), (7, 9), (9, 11), (11, 14)):   # sizes change too
+      np.testing.assert_array_equal(ahead.batches(start, stop), plain.batches(start, stop))
+      np.testing.assert_array_equal(ahead.position(), plain.position())
+    position = ahead.position()
+    after = ahead.batches(14, 16)
+    ahead.restore(position)   # while the thread reads ahead
+    np.testing.assert_array_equal(ahead.batches(14, 16), after)
+
   def test_feed_batches_steps_and_position(self):
     feed = packing.StreamFeed(self.stream(), global_batch_size=2)
     self.assertEqual(feed.batch_shape(3), ((3, 2, 7), np.int32))

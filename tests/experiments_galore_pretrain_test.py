@@ -93,8 +93,9 @@ class GalorePaperCorpusTest(absltest.TestCase):
                                    ('tokenizer', os.path.join(directory, 'no.model'),
                                     'spiece.model')):
       bad = paper_on_standin(directory, **{f'data.{field}': value})
-      with self.assertRaises(FileNotFoundError) as e:
+      with self.assertRaises(config_lib.ConfigError) as e:
         lib.build_task(bad)
+      self.assertIn(f"'data.{field}'", str(e.exception))
       self.assertNotIn('\n', str(e.exception))
       self.assertIn(expected, str(e.exception))
       self.assertIn(value, str(e.exception))

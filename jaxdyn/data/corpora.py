@@ -10,6 +10,9 @@ File formats, by name: `.jsonl` / `.json` (one JSON object per line, its `text_k
 layout), either gzipped (`.jsonl.gz`, `.json.gz`: `allenai/c4`'s `en/c4-train.00000-of-01024.json.gz`),
 and plain text (`.txt`, `.txt.gz`: the whole file is one document).
 
+`write_c4_standin` writes a small generated corpus in C4's layout (random common English words), so
+that the C4 path runs (and is tested) without the download.
+
 Sharding over processes (`shard`): process p of P reads files p, p + P, p + 2P, ... of the sorted
 list, so that every process streams different documents with no coordination.
 """
@@ -23,6 +26,8 @@ import io
 import json
 import os
 from typing import Iterator, Sequence
+
+import numpy as np
 
 C4_SPLITS = {'train': 1024, 'validation': 8}   # shards per split of allenai/c4 en
 C4_DOWNLOAD = ("huggingface-cli download allenai/c4 --repo-type dataset --include "
@@ -124,3 +129,36 @@ class HubSource:
       stream = distributed.split_dataset_by_node(stream, self.process_index, self.process_count)
     for d, example in enumerate(stream.skip(doc) if doc else stream, doc):
       yield 0, d, example[self.text_key]
+
+
+STANDIN_WORDS = (
+    'the', 'of', 'and', 'to', 'in', 'a', 'is', 'that', 'for', 'it', 'as', 'was', 'with', 'be', 'by',
+    'on', 'not', 'he', 'this', 'are', 'or', 'his', 'from', 'at', 'which', 'but', 'have', 'an', 'had',
+    'they', 'you', 'were', 'their', 'one', 'all', 'we', 'can', 'her', 'has', 'there', 'been', 'if',
+    'more', 'when', 'will', 'would', 'who', 'so', 'no')
+
+
+def standin_documents(seed: int, count: int, max_words: int = 40) -> list[str]:
+  """`count` generated sentences of 1 to `max_words` common English words (`STANDIN_WORDS`)."""
+  rng = np.random.default_rng(seed)
+  return [' '.join(rng.choice(STANDIN_WORDS, rng.integers(1, max_words + 1))).capitalize() + '.'
+          for _ in range(count)]
+
+
+def write_c4_standin(directory: str, train_shards: int = 3, validation_shards: int = 1,
+                     docs_per_shard: int = 30, max_words: int = 40) -> list[str]:
+  """A generated stand-in for `allenai/c4` en in `directory`: c4-{train,validation}.NNNNN-of-NNNNN
+  .json.gz shards of `standin_documents` in C4's JSON-lines layout. Returns every document's text
+  (train shards first)."""
+  os.makedirs(directory, exist_ok=True)
+  texts = []
+  for split, shards, seed0 in (('train', train_shards, 0), ('validation', validation_shards, 10_000)):
+    for i in range(shards):
+      docs = standin_documents(seed0 + i, docs_per_shard, max_words)
+      texts += docs
+      path = os.path.join(directory, f'c4-{split}.{i:05d}-of-{C4_SPLITS[split]:05d}.json.gz')
+      with gzip.open(path, 'wt', encoding='utf-8') as f:
+        for doc in docs:
+          f.write(json.dumps({'text': doc, 'timestamp': '2019-04-25T12:57:54Z',
+                              'url': 'https://example.com/'}) + '\n')
+  return texts

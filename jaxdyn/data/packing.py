@@ -11,13 +11,14 @@ Its `position` is five integers, (epoch, file, doc, offset, rows): the next row 
 position was read, bit for bit.
 
 `StreamFeed` is the trainer's `core.task.Feed` over a stream: the batches of steps [start, stop) as one
-array (steps, batch, length), and the position as the small array a checkpoint stores, so that a
-killed run resumes on the same rows.
+array (steps, batch, length), read ahead in a thread while the device runs, and the position as the
+small array a checkpoint stores, so that a killed run resumes on the same rows.
 """
 
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 from typing import Iterator
 
 import jax
@@ -122,34 +123,65 @@ class PackedStream:
 
 class StreamFeed:
   """`core.task.Feed` over a `PackedStream`: each step takes `batch_size` rows of this process's
-  stream (its share of the global batch: `global_batch_size / jax.process_count()`)."""
+  stream (its share of the global batch: `global_batch_size / jax.process_count()`).
 
-  def __init__(self, stream: PackedStream, global_batch_size: int):
+  With `prefetch`, the rows of the next dispatch (as many steps as the last one) are tokenised in a
+  background thread while the device runs, and handed over if that is what the trainer asks for next
+  (else they are dropped and the stream is read again from the position: the rows do not depend on
+  it). `position()` is always the stream's position at `step`, whatever the thread has read ahead.
+  """
+
+  def __init__(self, stream: PackedStream, global_batch_size: int, prefetch: bool = True,
+               steps: int | None = None):
     count = jax.process_count()
     if global_batch_size % count:
       raise ValueError(f'the batch of {global_batch_size} rows does not split over {count} processes')
     self.stream, self.global_batch_size = stream, global_batch_size
     self.batch_size = global_batch_size // count
-    self.step = 0
+    self.step, self.steps = 0, steps   # `steps`: the run's length (no reading ahead past it)
+    self._at_step = stream.position   # the stream's position at `step`
+    self._pool = concurrent.futures.ThreadPoolExecutor(1) if prefetch else None
+    self._ahead = None   # (start, stop, future of (rows, position after them))
 
   def batch_shape(self, steps: int) -> tuple[tuple[int, ...], np.dtype]:
     """Global shape and dtype of `batches` over `steps` steps (every process's rows)."""
     return (steps, self.global_batch_size, self.stream.length), np.dtype(np.int32)
 
+  def _read(self, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    rows = self.stream.take(steps * self.batch_size)
+    return rows.reshape(steps, self.batch_size, self.stream.length), self.stream.position
+
+  def _drop_ahead(self) -> None:
+    if self._ahead is not None:
+      self._ahead[2].result()   # let the thread finish with the stream before it is reset
+      self._ahead = None
+      self.stream.restore(self._at_step)
+
   def batches(self, start: int, stop: int) -> np.ndarray:
     """This process's rows of steps [start, stop): (stop − start, batch_size, length) int32."""
     if start != self.step:
       raise ValueError(f'the feed is at step {self.step}, asked for step {start}')
-    rows = self.stream.take((stop - start) * self.batch_size)
-    self.step = stop
-    return rows.reshape(stop - start, self.batch_size, self.stream.length)
+    if self._ahead is not None and self._ahead[:2] == (start, stop):
+      rows, after = self._ahead[2].result()
+      self._ahead = None
+    else:
+      self._drop_ahead()
+      rows, after = self._read(stop - start)
+    self.step, self._at_step = stop, after
+    steps = stop - start if self.steps is None else min(stop - start, self.steps - stop)
+    if self._pool is not None and steps > 0:
+      self._ahead = (stop, stop + steps, self._pool.submit(self._read, steps))
+    return rows
 
   def position(self) -> np.ndarray:
     """(step, epoch, file, doc, offset, rows): what a checkpoint stores for this process."""
-    return np.concatenate([[self.step], self.stream.position]).astype(np.int64)
+    return np.concatenate([[self.step], self._at_step]).astype(np.int64)
 
   def restore(self, position) -> None:
     """Back to a `position()` (None: the start of the stream at step 0)."""
+    if self._ahead is not None:
+      self._ahead[2].result()
+      self._ahead = None
     if position is None:
       self.stream.restore(None)
       self.step = 0
@@ -157,3 +189,4 @@ class StreamFeed:
       position = np.asarray(position, np.int64).reshape(-1)
       self.stream.restore(position[1:])
       self.step = int(position[0])
+    self._at_step = self.stream.position

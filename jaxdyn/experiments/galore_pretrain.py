@@ -381,8 +381,8 @@ def c4_tokenizer(config: ml_collections.ConfigDict) -> tokenizers.Tokenizer:
   vocabulary must fit in `data.vocab_size`."""
   try:
     tokenizer = tokenizers.load(config.data.tokenizer)
-  except FileNotFoundError as e:
-    raise FileNotFoundError(f'config field data.tokenizer: {e}') from None
+  except (FileNotFoundError, ValueError) as e:
+    raise config_lib.ConfigError(f"config field 'data.tokenizer': {e}") from None
   if tokenizer.vocab_size > config.data.vocab_size:
     raise config_lib.ConfigError(
         f"config field 'data.vocab_size' = {config.data.vocab_size} is below the vocabulary of "
@@ -395,11 +395,15 @@ def c4_streams(config: ml_collections.ConfigDict) -> tuple[packing.StreamFeed, n
   the validation windows: the first `data.eval_windows` rows of the validation shards)."""
   d = config.data
   tokenizer = c4_tokenizer(config)
-  train = corpora.shard(corpora.c4_files(d.dir, 'train'), jax.process_index(), jax.process_count())
+  try:
+    train, validation = (corpora.c4_files(d.dir, split) for split in ('train', 'validation'))
+    train = corpora.shard(train, jax.process_index(), jax.process_count())
+  except (FileNotFoundError, ValueError) as e:
+    raise config_lib.ConfigError(f"config field 'data.dir': {e}") from None
   stream = packing.PackedStream(corpora.FileSource(train), tokenizer, d.seq_len + 1)
-  validation = packing.PackedStream(corpora.FileSource(corpora.c4_files(d.dir, 'validation')),
-                                    tokenizer, d.seq_len + 1)
-  return packing.StreamFeed(stream, d.batch_size), validation.take(d.eval_windows)
+  validation = packing.PackedStream(corpora.FileSource(validation), tokenizer, d.seq_len + 1)
+  return (packing.StreamFeed(stream, d.batch_size, steps=config.train.steps),
+          validation.take(d.eval_windows))
 
 
 def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
@@ -497,7 +501,7 @@ EXPERIMENT = experiment.Experiment(
                'jaxdyn/optim/galore/trees.py', 'jaxdyn/optim/lora.py',
                'jaxdyn/optim/methods.py'),
         studies=('jaxdyn/studies/galore_table2.py',),
-        launch=('launch/galore_table2.py',),
+        launch=('launch/galore_table2.py', 'launch/c4_standin.py'),
         benchmarks=('benchmarks/galore.py', 'benchmarks/galore_parity.py'),
         docs='docs/experiments/galore_pretrain.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
