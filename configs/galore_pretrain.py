@@ -1,15 +1,17 @@
-"""GaLore's pretraining comparison (Table 2) on byte-level KJV text; `config.method` picks it.
+"""GaLore's pretraining comparison (Table 2); `config.method` picks the method.
 
-  --config=configs/galore_pretrain.py              d_model 128, 4 layers, 10k steps
+  --config=configs/galore_pretrain.py              d_model 128, 4 layers, 10k steps (KJV bytes)
   --config=configs/galore_pretrain.py:tiny         a few steps of a tiny decoder (tests)
   --config=configs/galore_pretrain.py:cpu          launch/galore_table2.py's shape (2 CPU cores)
-  --config=configs/galore_pretrain.py:paper        the published 60M shape and recipe
+  --config=configs/galore_pretrain.py:paper        the published 60M on C4 with the T5 tokenizer
   --config=configs/galore_pretrain.py:paper_130m   (also paper_350m, paper_1b)
 
-The paper variants evaluate on the 809 held-out windows of 257 bytes that fit in the last 5% of the
-text (the paper's 1024 do not). e.g. `--config.method=relora --config.sweep.lr='(1e-3,3e-3)'`. The
-variants are defined in the library (`jaxdyn.experiments.galore_pretrain`), so that a notebook gets
-the same configs.
+The paper variants read C4 shards from data.dir (default data/c4/en) and T5's spiece.model from
+data.tokenizer (default data/t5/spiece.model), both downloaded by the user (a missing one is named in
+a one-line error; docs/experiments/galore_pretrain.md gives the commands, disk, memory and time);
+the other variants read the King James Bible bytes offline. e.g. `--config.method=relora
+--config.sweep.lr='(1e-3,3e-3)'`. The variants are defined in the library
+(`jaxdyn.experiments.galore_pretrain`), so that a notebook gets the same configs.
 """
 
 from jaxdyn.experiments.galore_pretrain import get_config  # noqa: F401

@@ -159,24 +159,28 @@ def _paper_shape(c: ml_collections.ConfigDict, size: str) -> None:
 
 
 def _paper(c: ml_collections.ConfigDict) -> None:
-  """Table 2's 60M on C4 (10k steps, 1.3 B tokens). Needs: ~2 GB of C4 train shards (5 of 1024 hold
-  the 1.3 B tokens... see docs) and the T5 tokenizer, fetched once with the network; one H100 for
-  about 1.5 hours (docs/experiments/galore_pretrain.md gives the memory and the commands)."""
+  """Table 2's 60M on C4 (d 512, 8 layers, rank 128; 10k steps, 1.31 B tokens). Needs the network
+  once for ~10 C4 train shards (~3 GB, an estimate), a validation shard and T5's spiece.model; one
+  accelerator for about half an hour (an H100, estimated from FLOPs: docs/experiments/galore_pretrain.md
+  gives the commands and the compile-only memory)."""
   _paper_shape(c, '60m')
 
 
 def _paper_130m(c: ml_collections.ConfigDict) -> None:
-  """Table 2's 130M on C4 (20k steps, 2.6 B tokens): d 768, 12 layers, 12 heads, rank 256."""
+  """Table 2's 130M on C4 (d 768, 12 layers, rank 256; 20k steps, 2.62 B tokens): ~18 shards
+  (~5.4 GB), about 2 H100-hours (estimates)."""
   _paper_shape(c, '130m')
 
 
 def _paper_350m(c: ml_collections.ConfigDict) -> None:
-  """Table 2's 350M on C4 (60k steps, 7.9 B tokens): d 1024, 24 layers, 16 heads, rank 256."""
+  """Table 2's 350M on C4 (d 1024, 24 layers, rank 256; 60k steps, 7.86 B tokens): ~52 shards
+  (~16 GB), about 15 H100-hours (estimates)."""
   _paper_shape(c, '350m')
 
 
 def _paper_1b(c: ml_collections.ConfigDict) -> None:
-  """Table 2's 1B on C4 (100k steps, 13.1 B tokens): d 2048, 24 layers, 32 heads, rank 512."""
+  """Table 2's 1B on C4 (d 2048, 24 layers, 32 heads, rank 512; 100k steps, 13.1 B tokens): ~87
+  shards (~26 GB), about 90 H100-hours (estimates); one device needs remat, scan and microbatches."""
   _paper_shape(c, '1b')
 
 
