@@ -17,6 +17,28 @@ def tiny():
   return modular_addition.get_config('tiny')
 
 
+class FeedPositionTest(absltest.TestCase):
+
+  def test_this_process_row_is_read_and_a_missing_or_foreign_one_refused(self):
+    meta = {resume.FEED_POSITION: [[4, 0, 1, 7, 3, 8]]}
+    np.testing.assert_array_equal(resume.feed_position(meta, 4, 'w'), [4, 0, 1, 7, 3, 8])
+    with self.assertRaisesRegex(ConfigError, 'holds no stream position'):
+      resume.feed_position({}, 4, 'w')
+    with self.assertRaisesRegex(ConfigError, 'saved by 2 processes.*resume it with 2 processes'):
+      resume.feed_position({resume.FEED_POSITION: [[4] * 6, [4] * 6]}, 4, 'w')
+
+  def test_corpus_fields_added_since_resume_a_kjv_run(self):
+    from jaxdyn.experiments import galore_pretrain  # pylint: disable=g-import-not-at-top
+    asked = galore_pretrain.get_config('tiny').to_dict()
+    saved = galore_pretrain.get_config('tiny').to_dict()
+    for field in ('corpus', 'dir', 'tokenizer', 'vocab_size'):
+      del saved['data'][field]   # a run saved before the corpus fields existed
+    resume.check_same_run({'config': saved}, asked, 'w')
+    asked['data']['corpus'] = 'c4'
+    with self.assertRaisesRegex(ValueError, 'data.corpus=None; refusing'):
+      resume.check_same_run({'config': saved}, asked, 'w')
+
+
 class CheckSameRunTest(absltest.TestCase):
 
   def test_a_field_added_since_the_run_resumes_at_its_old_behaviour_only(self):
