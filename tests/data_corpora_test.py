@@ -3,6 +3,9 @@
 import gzip
 import json
 import os
+import sys
+import types
+from unittest import mock
 
 from absl.testing import absltest
 
@@ -48,6 +51,29 @@ class CorporaTest(absltest.TestCase):
     self.assertEqual(sorted(shards[0] + shards[1]), files)
     with self.assertRaisesRegex(ValueError, 'at least one file per process'):
       corpora.shard(files[:1], 0, 2)
+
+  def test_hub_source_streams_from_a_position_and_splits_by_process(self):
+    """Against a stand-in `datasets` module (the real one needs the network): the arguments of
+    load_dataset, `skip` on resume, split_dataset_by_node for a process's share."""
+    calls = []
+
+    class Stream(list):
+      def skip(self, n):
+        return Stream(self[n:])
+
+    examples = Stream({'text': f'doc {i}'} for i in range(6))
+    fake = types.ModuleType('datasets')
+    fake.load_dataset = lambda *args, **kwargs: calls.append((args, kwargs)) or examples
+    fake.distributed = types.ModuleType('datasets.distributed')
+    fake.distributed.split_dataset_by_node = lambda stream, rank, world: Stream(stream[rank::world])
+    with mock.patch.dict(sys.modules, {'datasets': fake, 'datasets.distributed': fake.distributed}):
+      source = corpora.HubSource('allenai/c4', 'en')
+      self.assertEqual([t for _, _, t in source.documents(0, 4)], ['doc 4', 'doc 5'])
+      self.assertEqual(list(source.documents(0, 5)), [(0, 5, 'doc 5')])
+      self.assertEqual(calls[0], (('allenai/c4', 'en'), {'split': 'train', 'streaming': True}))
+      second = corpora.HubSource('allenai/c4', 'en', process_index=1, process_count=2)
+      self.assertEqual([t for _, _, t in second.documents()], ['doc 1', 'doc 3', 'doc 5'])
+      self.assertEqual(list(source.documents(1, 0)), [])   # one "file"
 
   def test_missing_c4_is_one_line_naming_what_to_download(self):
     directory = self.create_tempdir().full_path

@@ -8,6 +8,7 @@ runs, and where the arrays live.
     mesh's `sweep` axis, batches over its `data` axis; a `lax.scan` over `eval_every` steps, then
     evaluation, nested in a scan over evaluations, so one dispatch runs many steps;
   * `Placement`: the mesh and the shardings of the data, hyperparameters and state, built once per run;
+  * `with_fed_batches`: a `Task.feed`'s batches of a dispatch, put beside the shared data;
   * `compile_chunk`: the chunk compiled from abstract arrays only (memory analysis without a run).
 """
 
@@ -24,9 +25,9 @@ import optax
 
 from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import task as task_lib
 from jaxdyn.core.config import ConfigError
 from jaxdyn.core.stats import tree_norms
-from jaxdyn.core import task as task_lib
 from jaxdyn.core.task import Task
 
 
