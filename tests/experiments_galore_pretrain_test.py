@@ -34,7 +34,7 @@ def paper_on_standin(directory: str, **overrides):
   config.galore.update(rank=4, update_proj_gap=2)
   config.lora.rank = 4
   config.train.update(steps=6, eval_every=2, checkpoint_every=2, steps_per_dispatch=2,
-                      tensorboard=False)
+                      microbatches=1, tensorboard=False)
   config.update_from_flattened_dict(overrides)
   return config
 

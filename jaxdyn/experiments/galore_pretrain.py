@@ -61,12 +61,17 @@ CORPORA = ('kjv_bytes', 'c4')
 # 1376, 2048, 2736, 5461). The paper's appendix table gives the 1B model 24 heads and 32 layers;
 # the reference's llama_1b.json (what was run) has 32 heads and 24 layers, which we follow (2048 is
 # not a multiple of 24).
+# `microbatches`: the 512 sequences of a step in parts of the reference scripts' per-GPU batch (256,
+# 256, 128, 64), so that one device holds a part's activations (the same update: gradient accumulation).
 PAPER_SHAPES = {
-    '60m': dict(d_model=512, num_layers=8, num_heads=8, multiple_of=32, rank=128, steps=10_000),
-    '130m': dict(d_model=768, num_layers=12, num_heads=12, multiple_of=32, rank=256, steps=20_000),
+    '60m': dict(d_model=512, num_layers=8, num_heads=8, multiple_of=32, rank=128, steps=10_000,
+                microbatches=2),
+    '130m': dict(d_model=768, num_layers=12, num_heads=12, multiple_of=32, rank=256, steps=20_000,
+                 microbatches=2),
     '350m': dict(d_model=1024, num_layers=24, num_heads=16, multiple_of=16, rank=256,
-                 steps=60_000),
-    '1b': dict(d_model=2048, num_layers=24, num_heads=32, multiple_of=1, rank=512, steps=100_000),
+                 steps=60_000, microbatches=4),
+    '1b': dict(d_model=2048, num_layers=24, num_heads=32, multiple_of=1, rank=512, steps=100_000,
+               microbatches=8),
 }
 # C4 as GaLore used it: allenai/c4 en, the T5 tokenizer (32,000 SentencePiece pieces; the
 # reference's models have vocab_size 32000), sequences of 256 tokens, 512 per step, and 10 M
@@ -155,7 +160,8 @@ def _paper_shape(c: ml_collections.ConfigDict, size: str) -> None:
   c.galore.rank = c.lora.rank = shape['rank']
   scale_schedule_to(c, steps=shape['steps'])
   c.galore.update_proj_gap = 200   # the reference's scripts: T = 200 at every size
-  c.train.update(eval_every=1_000, checkpoint_every=1_000, steps_per_dispatch=1_000)
+  c.train.update(eval_every=1_000, checkpoint_every=1_000, steps_per_dispatch=1_000,
+                 microbatches=shape['microbatches'])
 
 
 def _paper(c: ml_collections.ConfigDict) -> None:
