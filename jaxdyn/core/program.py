@@ -95,11 +95,26 @@ def with_fed_batches(task: Task, placement: Placement, shared, start: int, stop:
   shape, _ = task.feed.batch_shape(stop - start)
   sharding = feed_sharding(placement.mesh, len(shape))
   if jax.process_count() > 1:
+    _check_split_over_processes(sharding, shape)
     batches = jax.make_array_from_process_local_data(sharding, local, shape)
   else:
     batches = jax.device_put(local, sharding)
   return {**(shared or {}), task_lib.FED_BATCHES: batches,
           task_lib.FED_START: jax.device_put(jnp.int32(start), placement.replicated)}
+
+
+def _check_split_over_processes(sharding, shape) -> None:
+  """Each process streams rows of its own, so its devices must hold 1/P of the batch axis (not a
+  replica of all of it)."""
+  spans: dict[int, list[int]] = {}
+  for device, index in sharding.devices_indices_map(shape).items():
+    rows = range(*index[1].indices(shape[1]))
+    span = spans.setdefault(device.process_index, [shape[1], 0])
+    span[0], span[1] = min(span[0], rows.start), max(span[1], rows.stop)
+  if any(stop - start != shape[1] // jax.process_count() for start, stop in spans.values()):
+    raise ConfigError(f'a streamed corpus needs the batch split over the {jax.process_count()} '
+                      f'processes (each reads files of its own): set mesh.data to a multiple of '
+                      f'the process count, with the processes along it')
 
 
 def _abstract_fed(task: Task, shared, steps: int, placement: Placement | None = None):
