@@ -7,8 +7,8 @@
   --config=configs/galore_pretrain.py:paper_130m   (also paper_350m, paper_1b)
 
 The paper variants read C4 shards from data.dir (default data/c4/en) and T5's spiece.model from
-data.tokenizer (default data/t5/spiece.model), both downloaded by the user (a missing one is named in
-a one-line error; docs/experiments/galore_pretrain.md gives the commands, disk, memory and time);
+data.tokenizer (default data/t5/spiece.model), both downloaded by the user (a missing one is named
+in a one-line error; docs/experiments/galore_pretrain.md gives the commands, disk, memory and time);
 the other variants read the King James Bible bytes offline. e.g. `--config.method=relora
 --config.sweep.lr='(1e-3,3e-3)'`. The variants are defined in the library
 (`jaxdyn.experiments.galore_pretrain`), so that a notebook gets the same configs.

@@ -1,4 +1,4 @@
-"""Tests of jaxdyn.data.tokenizers: tokenizers trained here (no network) load through one interface."""
+"""Tests of jaxdyn.data.tokenizers: tokenizers trained here (no network), loaded through one API."""
 
 import os
 
@@ -10,7 +10,8 @@ import corpus_standin
 
 def train_bpe(directory: str, texts) -> str:
   """A byte-level BPE tokenizer.json (GPT-2's kind) with <|endoftext|>, trained on `texts`."""
-  from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # pylint: disable=g-import-not-at-top
+  from tokenizers import (  # pylint: disable=g-import-not-at-top
+      Tokenizer, decoders, models, pre_tokenizers, trainers)
   tokenizer = Tokenizer(models.BPE())
   tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
   tokenizer.decoder = decoders.ByteLevel()

@@ -68,8 +68,9 @@ def feed_position(meta: dict, step: int, workdir: str) -> np.ndarray:
   checkpoint without one or saved by another number of processes."""
   rows = meta.get(FEED_POSITION)
   if rows is None:
-    raise ConfigError(f'the checkpoint of step {step} in workdir {workdir} holds no stream position '
-                      f'({FEED_POSITION}), so its data stream cannot be resumed; use a new workdir')
+    raise ConfigError(f'the checkpoint of step {step} in workdir {workdir} holds no stream '
+                      f'position ({FEED_POSITION}), so its data stream cannot be resumed; use a '
+                      'new workdir')
   if len(rows) != jax.process_count():
     raise ConfigError(f'the checkpoint of step {step} in workdir {workdir} was saved by '
                       f'{len(rows)} processes, each streaming its own files; resume it with '

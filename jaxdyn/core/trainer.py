@@ -405,7 +405,8 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, placement: pr
         history.add_chunk(*pending)   # checked finite before it is saved
         pending = None
         writer.sync()   # the records up to a checkpoint are in the workdir before it is
-        checkpointer.save(step, jax.tree.map(jnp.copy, state), _with_feed_position(meta, task))   # copy: `state` is donated
+        checkpointer.save(step, jax.tree.map(jnp.copy, state),   # copy: `state` is donated
+                          _with_feed_position(meta, task))
         history.last_good_checkpoint = checkpointer.path(step)
       boundary += 1   # JAX's preemption sync point counts calls, one per dispatch on every process
       if step < schedule.steps and (_STOP.is_set() or checkpointer.reached_preemption(boundary)):

@@ -3,12 +3,13 @@
 A source is a list of files read in order (`FileSource`), or a Hugging Face dataset streamed by
 `datasets` (`HubSource`, the `[hub_data]` extra). Each yields `(file, doc, text)`, where (file, doc)
 is the document's position; `documents(file, doc)` starts there, so that a stream resumes without
-reading what came before (past files are skipped unopened; in the current file, earlier lines are read
-but not tokenised).
+reading what came before (past files are skipped unopened; in the current file, earlier lines are
+read but not tokenised).
 
 File formats, by name: `.jsonl` / `.json` (one JSON object per line, its `text_key` field: C4's
-layout), either gzipped (`.jsonl.gz`, `.json.gz`: `allenai/c4`'s `en/c4-train.00000-of-01024.json.gz`),
-and plain text (`.txt`, `.txt.gz`: the whole file is one document).
+layout), either gzipped (`.jsonl.gz`, `.json.gz`: `allenai/c4`'s
+`en/c4-train.00000-of-01024.json.gz`), and plain text (`.txt`, `.txt.gz`: the whole file is one
+document).
 
 `write_c4_standin` writes a small generated corpus in C4's layout (random common English words), so
 that the C4 path runs (and is tested) without the download.
@@ -133,9 +134,9 @@ class HubSource:
 
 STANDIN_WORDS = (
     'the', 'of', 'and', 'to', 'in', 'a', 'is', 'that', 'for', 'it', 'as', 'was', 'with', 'be', 'by',
-    'on', 'not', 'he', 'this', 'are', 'or', 'his', 'from', 'at', 'which', 'but', 'have', 'an', 'had',
-    'they', 'you', 'were', 'their', 'one', 'all', 'we', 'can', 'her', 'has', 'there', 'been', 'if',
-    'more', 'when', 'will', 'would', 'who', 'so', 'no')
+    'on', 'not', 'he', 'this', 'are', 'or', 'his', 'from', 'at', 'which', 'but', 'have', 'an',
+    'had', 'they', 'you', 'were', 'their', 'one', 'all', 'we', 'can', 'her', 'has', 'there',
+    'been', 'if', 'more', 'when', 'will', 'would', 'who', 'so', 'no')
 
 
 def standin_documents(seed: int, count: int, max_words: int = 40) -> list[str]:
@@ -152,7 +153,8 @@ def write_c4_standin(directory: str, train_shards: int = 3, validation_shards: i
   (train shards first)."""
   os.makedirs(directory, exist_ok=True)
   texts = []
-  for split, shards, seed0 in (('train', train_shards, 0), ('validation', validation_shards, 10_000)):
+  for split, shards, seed0 in (('train', train_shards, 0),
+                               ('validation', validation_shards, 10_000)):
     for i in range(shards):
       docs = standin_documents(seed0 + i, docs_per_shard, max_words)
       texts += docs

@@ -10,9 +10,9 @@ Its `position` is five integers, (epoch, file, doc, offset, rows): the next row 
 `restore(position)` returns to it exactly: the rows taken after a restore are those taken after the
 position was read, bit for bit.
 
-`StreamFeed` is the trainer's `core.task.Feed` over a stream: the batches of steps [start, stop) as one
-array (steps, batch, length), read ahead in a thread while the device runs, and the position as the
-small array a checkpoint stores, so that a killed run resumes on the same rows.
+`StreamFeed` is the trainer's `core.task.Feed` over a stream: the batches of steps [start, stop) as
+one array (steps, batch, length), read ahead in a thread while the device runs, and the position as
+the small array a checkpoint stores, so that a killed run resumes on the same rows.
 """
 
 from __future__ import annotations
@@ -135,7 +135,8 @@ class StreamFeed:
                steps: int | None = None):
     count = jax.process_count()
     if global_batch_size % count:
-      raise ValueError(f'the batch of {global_batch_size} rows does not split over {count} processes')
+      raise ValueError(f'the batch of {global_batch_size} rows does not split over {count} '
+                       'processes')
     self.stream, self.global_batch_size = stream, global_batch_size
     self.batch_size = global_batch_size // count
     self.step, self.steps = 0, steps   # `steps`: the run's length (no reading ahead past it)

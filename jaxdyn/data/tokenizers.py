@@ -1,11 +1,11 @@
 """Real tokenizers behind one small interface: `load(spec) -> Tokenizer`.
 
   spec                               what it loads
-  path/to/spiece.model (any .model)  a SentencePiece model through `sentencepiece` (T5's, which GaLore
-                                     used on C4: Zhao et al., 2024, arXiv 2403.03507, Section 5.1)
-  path/to/tokenizer.json             a Hugging Face `tokenizers` tokenizer (GPT-2's BPE, Pythia's, ...)
-  tiktoken:NAME                      a `tiktoken` encoding (e.g. tiktoken:gpt2; tiktoken fetches its
-                                     file from the network the first time)
+  path/to/spiece.model (any .model)  a SentencePiece model through `sentencepiece` (T5's, which
+                                     GaLore used on C4: Zhao et al., 2024, arXiv 2403.03507)
+  path/to/tokenizer.json             a Hugging Face `tokenizers` tokenizer (GPT-2's BPE, Pythia's)
+  tiktoken:NAME                      a `tiktoken` encoding (e.g. tiktoken:gpt2; tiktoken fetches
+                                     its file from the network the first time)
   bytes                              UTF-8 bytes, vocab 256, no document token
 
 A `Tokenizer` gives `encode_batch(texts) -> list of int lists` (no special tokens added),
@@ -52,7 +52,7 @@ def _require(module: str):
 
 
 def missing_file_error(path: str, what: str = 'the tokenizer file') -> FileNotFoundError:
-  """The one-line error for a tokenizer file that is not there: what to download, where to put it."""
+  """The one-line error for a missing tokenizer file: what to download, where to put it."""
   source = DOWNLOADS['t5'] if path.endswith('.model') else DOWNLOADS['gpt2']
   return FileNotFoundError(f'{what} {path} does not exist: download it (e.g. {source}) and put it '
                            f'at {path}, or point the config field at the file you have')

@@ -61,8 +61,8 @@ CORPORA = ('kjv_bytes', 'c4')
 # 1376, 2048, 2736, 5461). The paper's appendix table gives the 1B model 24 heads and 32 layers;
 # the reference's llama_1b.json (what was run) has 32 heads and 24 layers, which we follow (2048 is
 # not a multiple of 24).
-# `microbatches`: the 512 sequences of a step in 2, 4, 16, 32 parts, so that one step fits one 80 GiB
-# device in bf16 by the compile-only analysis (docs/experiments/galore_pretrain.md); gradient
+# `microbatches`: the 512 sequences of a step in 2, 4, 16, 32 parts, so that one step fits one
+# 80 GiB device in bf16 by the compile-only analysis (docs/experiments/galore_pretrain.md); gradient
 # accumulation, the same update. (The reference's scripts run 60M and 130M on one A100 with two
 # accumulation steps of 256, 350M on four A100s with 128 each.)
 PAPER_SHAPES = {
@@ -169,8 +169,8 @@ def _paper_shape(c: ml_collections.ConfigDict, size: str) -> None:
 def _paper(c: ml_collections.ConfigDict) -> None:
   """Table 2's 60M on C4 (d 512, 8 layers, rank 128; 10k steps, 1.31 B tokens). Needs the network
   once for ~10 C4 train shards (~3 GB, an estimate), a validation shard and T5's spiece.model; one
-  accelerator for about half an hour (an H100, estimated from FLOPs: docs/experiments/galore_pretrain.md
-  gives the commands and the compile-only memory)."""
+  accelerator for about half an hour (an H100, estimated from FLOPs;
+  docs/experiments/galore_pretrain.md gives the commands and the compile-only memory)."""
   _paper_shape(c, '60m')
 
 
@@ -271,7 +271,8 @@ RELATIONS = (
                'RoPE (the LLaMA decoder) needs an even head dimension (model.d_model / '
                'model.num_heads)'),
     *_rank_relations('galore'), *_rank_relations('lora'),
-    C.relation(('data.vocab_size', 'data.corpus'), lambda v, corpus: (v == 0) == (corpus == 'kjv_bytes'),
+    C.relation(('data.vocab_size', 'data.corpus'),
+               lambda v, corpus: (v == 0) == (corpus == 'kjv_bytes'),
                'data.vocab_size must be 0 with data.corpus kjv_bytes (256 bytes) and the model\'s '
                'vocabulary (>= the tokenizer\'s) with a tokenised corpus'),
     C.relation(('data.eval_windows', 'data.batch_size', 'data.corpus'),
