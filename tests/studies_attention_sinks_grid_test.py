@@ -53,8 +53,8 @@ class GridTest(absltest.TestCase):
     markdown = study.run_grid(base, workdir, programs=('long',), small=True)
     with open(os.path.join(workdir, 'grid.json'), encoding='utf-8') as f:
       grid = json.load(f)
-    self.assertEqual([(r['program'], r['wd']) for r in grid['rows']],
-                     [('long', 0.0), ('long', np.float32(0.1).item())])
+    self.assertEqual([r['program'] for r in grid['rows']], ['long', 'long'])
+    np.testing.assert_allclose([r['wd'] for r in grid['rows']], [0.0, 0.1], rtol=1e-6)
     self.assertIn('| long |', markdown)
     with open(os.path.join(workdir, 'long', 'bigram_backcopy.json'), encoding='utf-8') as f:
       run = json.load(f)
