@@ -27,6 +27,9 @@ members are `data.controls` × seeds in one program, all with the vanilla softma
 The report adds, per control, the attention on position 0 split over trigger queries (the copy:
 active heads) and non-trigger queries (the bigram: dormant heads), and the eviction ratio
 ppl(0+C) / ppl(1+(C−1)) per member (`bigram_backcopy.json`, `.md`, `figures/sink_effect.png`).
+Lists in `sweep.lr` / `sweep.wd` add those axes to the same program (one report section per (lr, wd)
+cell); the grid of regimes from Gu et al. (2024, arXiv 2410.10781) and Guo et al. is
+`studies.attention_sinks_grid` (launch/attention_sinks_grid.py).
 
 The windows, streams and chains are `data/attention_sinks.py`; the streamed evaluation, the tables,
 summaries and figures of the report `analysis/attention_sinks_report.py`.
