@@ -56,6 +56,7 @@ class GridTest(absltest.TestCase):
     self.assertEqual([r['program'] for r in grid['rows']], ['long', 'long'])
     np.testing.assert_allclose([r['wd'] for r in grid['rows']], [0.0, 0.1], rtol=1e-6)
     self.assertIn('| long |', markdown)
+    self.assertTrue(os.path.exists(os.path.join(workdir, 'grid.png')))
     with open(os.path.join(workdir, 'long', 'bigram_backcopy.json'), encoding='utf-8') as f:
       run = json.load(f)
     self.assertLen(run['cells'], 2)

@@ -26,6 +26,7 @@ token raises perplexity in every BOS seed and by ≥ 1.5× on average, the no-BO
   run_grid         trains the programs (`<workdir>/<program>`, resumed when already there) and writes
                    `<workdir>/grid.md` and `grid.json`: one row per cell
   cell_rows        the rows of one finished program from its `bigram_backcopy.json`
+  plot_grid        `<workdir>/grid.png`: per cell, each BOS seed's eviction ratio and largest α₀
   shrink           a program at test size (`--shrink`: the whole grid in CPU-minutes)
 """
 
@@ -38,7 +39,9 @@ import time
 import ml_collections
 import numpy as np
 
+from jaxdyn.core import figures
 from jaxdyn.core import results
+from jaxdyn.core.figures import plt
 from jaxdyn.experiments import attention_sinks
 
 # name → (the factor and its source, config overrides as dotted field → value)
@@ -160,5 +163,36 @@ def run_grid(base: ml_collections.ConfigDict, workdir: str, programs=tuple(PROGR
     markdown = grid_markdown(rows, seconds)
     results.write_markdown(os.path.join(workdir, 'grid.md'), markdown)
     results.write_json(os.path.join(workdir, 'grid.json'), {'rows': rows, 'seconds': seconds})
+    plot_grid(rows, os.path.join(workdir, 'grid.png'))
     print(f'[grid] {name}: {seconds[name]:.1f} s', flush=True)
   return markdown
+
+
+def cell_name(row: dict) -> str:
+  return f"{row['program']} lr {row['lr']:g} wd {row['wd']:g}"
+
+
+def plot_grid(rows: list[dict], path: str) -> str:
+  """Per cell (one column each): left, every BOS seed's eviction ratio ppl(0+C) / ppl(1+(C−1)) and
+  their mean, with the 1.5 target; right, every BOS seed's largest α₀ over heads, with ε = 0.3."""
+  fig, axes = plt.subplots(2, 1, figsize=(max(6, 0.7 * len(rows) + 2), 6), sharex=True)
+  x = np.arange(len(rows))
+  for i, r in enumerate(rows):
+    for ax, values, mean in ((axes[0], r['bos_evict_values'], r['bos_evict']),
+                             (axes[1], r['bos_max_alpha'], None)):
+      ax.scatter(np.full(len(values), i), values, s=14, color='C3' if r['targets'] else 'C0')
+      if mean is not None:
+        ax.plot([i - 0.3, i + 0.3], [mean, mean], color='k', lw=1.5)
+  axes[0].axhline(EVICT_TARGET, color='k', ls='--', lw=0.8, label=f'target mean {EVICT_TARGET}')
+  axes[0].axhline(1.0, color='gray', lw=0.8)
+  axes[0].set_ylabel('BOS: ppl(0+C) / ppl(1+(C−1))')
+  axes[0].legend(fontsize=7)
+  axes[1].axhline(SINK_EPS, color='k', ls='--', lw=0.8, label=f'ε = {SINK_EPS}')
+  axes[1].set_ylabel('BOS: largest α₀ over heads')
+  axes[1].legend(fontsize=7)
+  axes[1].set_xticks(x, [cell_name(r) for r in rows], rotation=60, ha='right', fontsize=7)
+  for ax in axes:
+    ax.grid(alpha=0.3, axis='y')
+  axes[0].set_title('Bigram-Backcopy grid: each BOS seed (5 per cell; bar: mean)', fontsize=9)
+  fig.tight_layout()
+  return figures.save(fig, path)
