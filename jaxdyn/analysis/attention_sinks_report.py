@@ -181,21 +181,65 @@ def kjv_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) 
   return summary
 
 
+def control_stream_tokens(config: ml_collections.ConfigDict, control: str,
+                          streams_BxN: np.ndarray) -> jax.Array:
+  """What a control streams: [first, c_0, ...] with a first token (BOS, sink), else the chain."""
+  first = data_lib.control_first(config, control)
+  return jnp.asarray(streams_BxN if first < 0 else np.concatenate(
+      [np.full((len(streams_BxN), 1), first, streams_BxN.dtype), streams_BxN], axis=1))
+
+
 def bigram_stream_nll(config: ml_collections.ConfigDict, params, control: str,
                       streams_BxN: np.ndarray, name: str) -> np.ndarray:
   """NLL B×(N−1) of the chain tokens c_1..c_{N−1} under the evaluation `name` ('k+w' or 'dense');
   a control with a first token (BOS, sink) streams [first, c_0, ...] and its first prediction (c_0
   from it) is not scored, so every control is scored on the same tokens."""
   dcfg = decoder_config(config)
+  tokens = control_stream_tokens(config, control, streams_BxN)
+  skip = 0 if data_lib.control_first(config, control) < 0 else 1
+  return np.asarray(_one_stream_nll(dcfg, params, tokens, _spec(name))[:, skip:])
+
+
+def _spec(name: str) -> streaming.CacheSpec | None:
+  return None if name == 'dense' else streaming.CacheSpec(*(int(x) for x in name.split('+')))
+
+
+def _one_stream_nll(dcfg, params, tokens_BxN, spec):
+  if spec is None:
+    return streaming.dense_nll(dcfg, params, tokens_BxN)
+  return streaming.streaming_nll(dcfg, params, tokens_BxN, spec)
+
+
+@functools.partial(jax.jit, static_argnames=('dcfg', 'spec', 'skip'))
+def _members_stream_nll(dcfg, params_by_member, tokens_BxN, spec, skip):
+  """The mean scored NLL (S,) of members stacked on a leading axis (one compiled program)."""
+  return jax.vmap(lambda p: _one_stream_nll(dcfg, p, tokens_BxN, spec)[:, skip:].mean())(
+      params_by_member)
+
+
+def control_stream_tokens(config: ml_collections.ConfigDict, control: str,
+                          streams_BxN: np.ndarray) -> jax.Array:
+  """What a control streams: [first, c_0, ...] with a first token (BOS, sink), else the chain."""
   first = data_lib.control_first(config, control)
-  tokens = jnp.asarray(streams_BxN if first < 0 else np.concatenate(
+  return jnp.asarray(streams_BxN if first < 0 else np.concatenate(
       [np.full((len(streams_BxN), 1), first, streams_BxN.dtype), streams_BxN], axis=1))
-  if name == 'dense':
-    nll = streaming.dense_nll(dcfg, params, tokens)
-  else:
-    num_sink, window = (int(x) for x in name.split('+'))
-    nll = streaming.streaming_nll(dcfg, params, tokens, streaming.CacheSpec(num_sink, window))
-  return np.asarray(nll[:, 0 if first < 0 else 1:])
+
+
+def bigram_stream_perplexities(config: ml_collections.ConfigDict, params_by_member, control: str,
+                               streams_BxN: np.ndarray) -> dict[str, np.ndarray]:
+  """{evaluation: (S,) perplexity} of members that share a control, their params stacked on a
+  leading axis S and vmapped in groups of `config.num_seeds` (one compiled program per evaluation
+  and group size, shared by the runs of one model shape, not one per member)."""
+  dcfg = decoder_config(config)
+  tokens = control_stream_tokens(config, control, streams_BxN)
+  skip = 0 if data_lib.control_first(config, control) < 0 else 1
+  size = jax.tree.leaves(params_by_member)[0].shape[0]
+  starts = range(0, size, config.num_seeds)
+  def group(name, a):
+    params = jax.tree.map(lambda x: x[a:a + config.num_seeds], params_by_member)
+    return np.asarray(_members_stream_nll(dcfg, params, tokens, _spec(name), skip), np.float64)
+  return {name: np.exp(np.concatenate([group(name, a) for a in starts]))
+          for name in eval_names(config)}
 
 
 def bigram_final_statistics(params_by_member, controls: list[str],
@@ -270,50 +314,96 @@ def bigram_markdown(table: list[dict], per_control: dict, config: ml_collections
   return title + streaming_table + '\n\nPer layer and head (seed means):\n\n' + layer_table
 
 
-def bigram_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
-  """bigram_backcopy.json and .md (the streaming table per control, the eviction ratios per member,
-  the sink statistics per layer and head), figures/sink_effect.png and curves.png."""
-  out, controls = result.workdir, data_lib.member_controls(config, result.members)
-  streams = data_lib.bigram_streams(config)
-  names = eval_names(config)
+def sweep_cells(members: list[dict]) -> list[tuple[dict, list[int]]]:
+  """The (lr, wd) cells of a swept run, in member order: [({'lr': .., 'wd': ..}, member indices)];
+  one cell `({}, all)` when nothing is swept."""
+  cells: dict[tuple, list[int]] = {}
+  for i, member in enumerate(members):
+    cells.setdefault(tuple((k, member[k]) for k in ('lr', 'wd') if k in member), []).append(i)
+  return [(dict(key), idx) for key, idx in cells.items()]
+
+
+def cell_label(cell: dict) -> str:
+  """'lr=0.003 wd=0.1' ('' for the unswept run)."""
+  return ' '.join(f'{k}={v:g}' for k, v in cell.items())
+
+
+def bigram_cell_summary(members_all: list[dict], ppl_by_member: list[dict], final: dict,
+                        config: ml_collections.ConfigDict) -> dict:
+  """The summary of one cell's members (every control and seed at one lr, wd), their streamed
+  perplexities {evaluation: value} and final statistics (arrays over these members): per member the
+  eviction ratios, the table over seeds, per control the ratios and the statistics per layer and
+  head."""
+  controls = data_lib.member_controls(config, members_all)
+  size = data_lib.cache_size(config)
   rows, members = [], []
-  for m, (member, control) in enumerate(zip(result.members, controls)):
-    params = jax.tree.map(lambda x, m=m: x[m], result.params)
-    ppl = {name: float(np.exp(bigram_stream_nll(config, params, control, streams, name).mean()))
-           for name in names}
+  for member, control, ppl in zip(members_all, controls, ppl_by_member):
     rows += [{'control': control, 'seed': member['seed'], 'eval': n, 'perplexity': p}
              for n, p in ppl.items()]
-    size = data_lib.cache_size(config)
-    members.append({'control': control, 'seed': member['seed'], 'perplexity': ppl,
+    members.append({'control': control, 'seed': member['seed'],
+                    **{k: member[k] for k in ('lr', 'wd') if k in member}, 'perplexity': ppl,
                     'evict_ratio': analysis.eviction_ratio(ppl, (0, 1), size),
                     'sink_only_ratio': (analysis.eviction_ratio(ppl, (1, 4), size)
                                         if {1, 4} <= set(config.stream.num_sinks) else np.nan)})
-  final = bigram_final_statistics(result.params, controls, config)
   per_control = {}
   for control in config.data.controls:
-    idx = [i for i, c in enumerate(controls) if c == control]
+    sub = [i for i, c in enumerate(controls) if c == control]
     per_control[control] = {
-        'evict_ratio': [members[i]['evict_ratio'] for i in idx],
-        'sink_only_ratio': [members[i]['sink_only_ratio'] for i in idx],
-        **{f'final_{k}': v[idx].tolist() for k, v in final.items()}}
+        'evict_ratio': [members[i]['evict_ratio'] for i in sub],
+        'sink_only_ratio': [members[i]['sink_only_ratio'] for i in sub],
+        **{f'final_{k}': v[sub].tolist() for k, v in final.items()}}
+  names = eval_names(config)
   table = results.over_seeds(rows, 'perplexity', by=['control', 'eval'])
   table.sort(key=lambda r: (config.data.controls.index(r['control']), names.index(r['eval'])))
-  optimal = float(np.exp(bb.optimal_nll(data_lib.bigram_table(config), streams).mean()))
-  markdown = bigram_markdown(table, per_control, config, optimal)
-  results.write_markdown(os.path.join(out, 'bigram_backcopy.md'), markdown)
-  summary = {'source': 'bigram_backcopy', 'cache_size': data_lib.cache_size(config),
-             'members': members, 'table': table, 'optimal_perplexity': optimal, 'per_control': per_control}
-  results.write_json(os.path.join(out, 'bigram_backcopy.json'), summary)
+  optimal = float(np.exp(bb.optimal_nll(data_lib.bigram_table(config),
+                                        data_lib.bigram_streams(config)).mean()))
+  return {'source': 'bigram_backcopy', 'cache_size': size, 'members': members, 'table': table,
+          'optimal_perplexity': optimal, 'per_control': per_control}
+
+
+def bigram_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
+  """bigram_backcopy.json and .md (the streaming table per control, the eviction ratios per member,
+  the sink statistics per layer and head), figures/sink_effect.png and curves.png. A swept run
+  (sweep.lr / sweep.wd) gets one section per (lr, wd) cell in the markdown, `cells` in the json
+  ([{'cell': {'lr', 'wd'}, **the cell's summary}]) and figures/sink_effect_<cell>.png."""
+  out = result.workdir
   figdir = os.path.join(out, 'figures')
   m = config.model
   title = (f'Bigram-Backcopy, {m.num_layers} layers × {m.num_heads} heads d {m.d_model}, context '
            f'{config.data.seq_len}, {config.train.steps} steps, {config.num_seeds} seeds')
-  head_mean = lambda c, k: np.asarray(per_control[c][f'final_{k}']).mean(axis=-1)
-  analysis.plot_sink_effect(
-      {c: head_mean(c, 'first_token_attention') for c in per_control},
-      {c: np.asarray(per_control[c]['evict_ratio']) for c in per_control},
-      os.path.join(figdir, 'sink_effect.png'), title,
-      split={s: {c: head_mean(c, f'first_token_attention_{s}') for c in per_control}
-             for s in ('trigger', 'non_trigger')})
+  controls = data_lib.member_controls(config, result.members)
+  streams = data_lib.bigram_streams(config)
+  ppl_by_member: list[dict] = [{} for _ in controls]
+  for control in dict.fromkeys(controls):   # every member of a control in one program
+    idx = np.asarray([i for i, c in enumerate(controls) if c == control])
+    ppl = bigram_stream_perplexities(config, jax.tree.map(lambda x, i=idx: x[i], result.params),
+                                     control, streams)
+    for n, i in enumerate(idx):
+      ppl_by_member[i] = {name: float(v[n]) for name, v in ppl.items()}
+  final_all = bigram_final_statistics(result.params, controls, config)
+  cells = sweep_cells(result.members)
+  summaries, sections = [], []
+  for cell, idx in cells:
+    summary = bigram_cell_summary([result.members[i] for i in idx],
+                                  [ppl_by_member[i] for i in idx],
+                                  {k: v[np.asarray(idx)] for k, v in final_all.items()}, config)
+    per_control = summary['per_control']
+    label = cell_label(cell)
+    markdown = bigram_markdown(summary['table'], per_control, config,
+                               summary['optimal_perplexity'])
+    sections.append(f'## {label}\n\n{markdown}' if cell else markdown)
+    summaries.append({'cell': cell, **summary} if cell else summary)
+    head_mean = lambda c, k, p=per_control: np.asarray(p[c][f'final_{k}']).mean(axis=-1)
+    name = 'sink_effect' + (('_' + label.replace(' ', '_')) if cell else '')
+    analysis.plot_sink_effect(
+        {c: head_mean(c, 'first_token_attention') for c in per_control},
+        {c: np.asarray(per_control[c]['evict_ratio']) for c in per_control},
+        os.path.join(figdir, f'{name}.png'), f'{title} {label}'.rstrip(),
+        split={s: {c: head_mean(c, f'first_token_attention_{s}') for c in per_control}
+               for s in ('trigger', 'non_trigger')})
+  results.write_markdown(os.path.join(out, 'bigram_backcopy.md'), '\n\n'.join(sections))
+  summary = (summaries[0] if len(cells) == 1 and not cells[0][0] else
+             {'source': 'bigram_backcopy', 'cells': summaries})
+  results.write_json(os.path.join(out, 'bigram_backcopy.json'), summary)
   plot_training_curves(result, os.path.join(figdir, 'curves.png'), title)
   return summary

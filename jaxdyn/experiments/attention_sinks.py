@@ -27,6 +27,9 @@ members are `data.controls` × seeds in one program, all with the vanilla softma
 The report adds, per control, the attention on position 0 split over trigger queries (the copy:
 active heads) and non-trigger queries (the bigram: dormant heads), and the eviction ratio
 ppl(0+C) / ppl(1+(C−1)) per member (`bigram_backcopy.json`, `.md`, `figures/sink_effect.png`).
+Lists in `sweep.lr` / `sweep.wd` add those axes to the same program (one report section per (lr, wd)
+cell); the grid of regimes from Gu et al. (2024, arXiv 2410.10781) and Guo et al. is
+`studies.attention_sinks_grid` (launch/attention_sinks_grid.py).
 
 The windows, streams and chains are `data/attention_sinks.py`; the streamed evaluation, the tables,
 summaries and figures of the report `analysis/attention_sinks_report.py`.
@@ -111,6 +114,9 @@ def default_config() -> ml_collections.ConfigDict:
       dense=True,                # also dense attention over the whole stream
       bins=20))                  # positions bins of the perplexity-vs-position figure
   c.analysis = ml_collections.ConfigDict(dict(sink_threshold=analysis.SINK_THRESHOLD))
+  # bigram_backcopy only: lists, each value × each control × each seed in the one program (empty:
+  # opt.lr / opt.wd); the report gives one table per (lr, wd) cell
+  c.sweep = ml_collections.ConfigDict(dict(lr=(), wd=()))
   return c
 
 
@@ -168,6 +174,8 @@ def check_values(config: ml_collections.ConfigDict) -> None:
   if config.data.source == 'bigram_backcopy':
     check_bigram(config)
     return
+  config_lib.require(not config.sweep.lr and not config.sweep.wd, 'sweep', config.sweep.to_dict(),
+                     "sweep.lr / sweep.wd are read by data.source='bigram_backcopy' only")
   config_lib.require_choice(config, 'data.crop_start', ('random', 'newline'))
   config_lib.require(config.data.crop_start == 'random' or config.data.tokenizer == 'bytes',
                      'data.crop_start', config.data.crop_start,
@@ -222,6 +230,10 @@ def check_bigram(config: ml_collections.ConfigDict) -> None:
                               'data.attention_windows', 'model.num_layers', 'model.d_model',
                               'model.num_heads', 'opt.lr', 'stream.length_factor',
                               'stream.num_streams', 'stream.bins', 'data.bigram.concentration')
+  config_lib.require(all(x > 0 for x in config.sweep.lr), 'sweep.lr', tuple(config.sweep.lr),
+                     'learning rates must be > 0')
+  config_lib.require(all(x >= 0 for x in config.sweep.wd), 'sweep.wd', tuple(config.sweep.wd),
+                     'weight decays must be >= 0')
   config_lib.require(0 < b.triggers < b.num_tokens - 1, 'data.bigram.triggers', b.triggers,
                      f'must be in [1, num_tokens − 1 = {b.num_tokens - 1})')
   config_lib.require(config.data.attention_windows <= config.data.eval_windows,
@@ -236,12 +248,20 @@ def check_bigram(config: ml_collections.ConfigDict) -> None:
       config_lib.require(False, 'stream.num_sinks', tuple(config.stream.num_sinks), str(e))
 
 
-def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
-  """AdamW with linear warmup then cosine decay to 10%, global-norm clipping."""
+def make_optimizer(config: ml_collections.ConfigDict, lr=None,
+                   wd=None) -> optax.GradientTransformation:
+  """AdamW with linear warmup then cosine decay to 10%, global-norm clipping; `lr`, `wd` (a member's
+  swept values, may be traced) replace opt.lr, opt.wd."""
   o, steps = config.opt, config.train.steps
-  schedule = optax.warmup_cosine_decay_schedule(0.0, o.lr, max(1, int(o.warmup_fraction * steps)),
-                                                max(steps, 2), end_value=0.1 * o.lr)
-  tx = optax.adamw(schedule, o.b1, o.b2, o.eps, weight_decay=o.wd)
+  warmup = max(1, int(o.warmup_fraction * steps))
+  if lr is None:
+    schedule = optax.warmup_cosine_decay_schedule(0.0, o.lr, warmup, max(steps, 2),
+                                                  end_value=0.1 * o.lr)
+  else:   # a traced peak: the unit schedule scaled (optax branches on the peak's value)
+    unit_schedule = optax.warmup_cosine_decay_schedule(0.0, 1.0, warmup, max(steps, 2),
+                                                       end_value=0.1)
+    schedule = lambda count: lr * unit_schedule(count)
+  tx = optax.adamw(schedule, o.b1, o.b2, o.eps, weight_decay=o.wd if wd is None else wd)
   return optax.chain(optax.clip_by_global_norm(o.clip), tx) if o.clip else tx
 
 
@@ -292,14 +312,23 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
                        if config.data.crop_start == 'newline' else {})})
 
 
+def bigram_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
+  """The members: controls × (sweep.lr × sweep.wd, the axes that are not empty) × seeds."""
+  axes = {'control': (list(range(len(config.data.controls))), 0)}
+  for name in ('lr', 'wd'):
+    if len(config.sweep[name]):
+      axes[name] = (config.sweep[name], config.opt[name])
+  return experiment.member_grid(config, **axes)
+
+
 def build_bigram_task(config: ml_collections.ConfigDict) -> task_lib.Task:
-  """Members are controls × seeds in one program; each member's `data` names its first token and
-  whether the prediction from it is scored (not for the sink token)."""
+  """Members are controls × seeds (× the swept lr, wd) in one program; each member's `data` names
+  its first token and whether the prediction from it is scored (not for the sink token)."""
   dcfg = decoder_config(config)
   model = transformer.Decoder(dcfg)
   table = bigram_table(config)
   seq_len, batch_size = config.data.seq_len, config.data.batch_size
-  hparams = experiment.member_grid(config, control=(list(range(len(config.data.controls))), 0))
+  hparams = bigram_hparams(config)
   controls = [config.data.controls[int(i)] for i in hparams['control']]
   first_S = np.asarray([control_first(config, c) for c in controls], np.int32)
   score_first_S = np.asarray([c != 'sink_token' for c in controls], np.float32)
@@ -333,8 +362,11 @@ def build_bigram_task(config: ml_collections.ConfigDict) -> task_lib.Task:
                               is_trigger_V, threshold)
     return {'loss': loss, 'perplexity': jnp.exp(loss), **stats}
 
+  def member_optimizer(hp):
+    return make_optimizer(config, hp.get('lr'), hp.get('wd'))
+
   return task_lib.Task(
-      init_params=init_params, loss_fn=loss_fn, make_optimizer=lambda hp: make_optimizer(config),
+      init_params=init_params, loss_fn=loss_fn, make_optimizer=member_optimizer,
       get_batch=get_batch, evaluate=evaluate, hparams=hparams,
       data={'first': first_S, 'score_first': score_first_S},
       shared_data={'transitions': table.transitions_VxV.astype(np.float32),
@@ -362,8 +394,10 @@ EXPERIMENT = experiment.Experiment(
               'jaxdyn/data/attention_sinks.py'),
         analysis=('jaxdyn/analysis/attention_sinks.py', 'jaxdyn/analysis/attention_sinks_report.py',
                   'jaxdyn/analysis/attention_sinks_streaming.py'),
-        studies=('jaxdyn/studies/attention_sinks_variants.py',),
-        launch=('launch/attention_sinks.py', 'launch/streaming_eval.py'),
+        studies=('jaxdyn/studies/attention_sinks_variants.py',
+                 'jaxdyn/studies/attention_sinks_grid.py'),
+        launch=('launch/attention_sinks.py', 'launch/attention_sinks_grid.py',
+                'launch/streaming_eval.py'),
         benchmarks=('benchmarks/streaming.py',),
         notebooks=('docs/notebooks/streaming.ipynb',),
         docs='docs/experiments/attention_sinks.md'))
