@@ -1,6 +1,6 @@
-"""docs/notebooks/shortest_paths.ipynb runs top to bottom (with nbclient, the venv's python3 kernel):
-SLN on one graph, the line-graph spectrum, SLN's optimality by graph size and one decoded training row
-of the `:cpu` config."""
+"""docs/notebooks/shortest_paths.ipynb runs top to bottom (with nbclient, the venv's python3
+kernel): SLN on one graph, the line-graph spectrum, SLN's optimality by graph size and one decoded
+training row of the `:cpu` config."""
 
 from absl.testing import absltest
 
