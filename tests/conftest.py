@@ -16,9 +16,9 @@
   the run selects them: `pytest -m slow tests/<file>`.
 * Under xdist (`pytest -n 2`, no `--dist` given) the work is shared out by scope (a test class, or a
   file's module-level tests), so a class's `setUpClass` (a shared training) runs on one worker only
-  instead of once on each worker its tests land on, and the scopes start longest first (`HEAVY_FIRST`:
-  the files that train or start subprocesses, by measured CPU time), so that no long test starts
-  last while the other worker idles. A single-process run keeps the plain file order.
+  instead of once on each worker its tests land on, and the files that train, run a notebook or start
+  subprocesses go first (`HEAVY_FIRST`), so that no long test starts last while the other worker
+  idles. A single-process run keeps the plain file order.
 """
 
 import os
@@ -28,8 +28,9 @@ import tempfile
 from absl import flags
 import pytest
 
-# Test files (prefixes of the file name) scheduled first under xdist, heaviest first: each one
-# trains, runs a notebook or starts subprocesses (CPU seconds per file measured on 2 cores).
+# Test files (prefixes of the file name) scheduled first under xdist, in this order: notebooks and
+# experiment runs (tens of CPU-s a file), studies, the 8-device and trainer tests (subprocesses,
+# resumes), then the lighter families; every other file keeps its place after them.
 HEAVY_FIRST = (
     'notebooks_',
     'experiments_',
