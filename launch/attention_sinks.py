@@ -1,8 +1,8 @@
 """StreamingLLM's sink pretraining table at CPU scale: the four sink variants, same data, steps, seeds.
 
-  python launch/attention_sinks.py --workdir=/tmp/sinks [--config=configs/attention_sinks.py:tiny]
-      [--config.train.steps=1500] [--variants=vanilla,zero_sink,sink_token,sink_logit]
-  python launch/attention_sinks.py --workdir=/tmp/sinks --stats_only   # statistics of saved runs
+  python launch/attention_sinks.py --workdir=workdirs/sinks
+      [--config=configs/attention_sinks.py:tiny] [--config.train.steps=1500] [--variants=vanilla,zero_sink,sink_token,sink_logit]
+  python launch/attention_sinks.py --workdir=workdirs/sinks --stats_only   # saved runs' statistics
 
 Trains each variant in `<workdir>/<variant>` (its streaming.md, streaming.json and figures there),
 then prints and writes `<workdir>/table.md` (streaming perplexity for every cache k+(C−k) and the

@@ -1,6 +1,6 @@
 """The Coconut method comparison on ProsQA-style graphs (the paper's Table 1, ProsQA columns).
 
-  python launch/coconut.py --workdir=/tmp/coconut [--config=configs/coconut.py:tiny]
+  python launch/coconut.py --workdir=workdirs/coconut [--config=configs/coconut.py:tiny]
       ["--config.methods=('cot','no_cot','coconut')"] [--config.num_seeds=3]
   (a tuple override needs the quoted tuple syntax: `--config.methods=cot,no_cot` is one string)
 

@@ -1,5 +1,6 @@
 """How trained CoGS networks cancel the order-4 output offset: `python launch/cogs_offsets.py
---workdir=/work/runs/cogs_table2/d23` (a `modular_addition` workdir; its latest checkpoint, every member).
+--workdir=workdirs/cogs_table2/d23` (a `modular_addition` workdir; its latest checkpoint, every
+member).
 
 Prints, per member, `cogs.offset_absorption`: whether the order-6 groups carry a uniform output
 component at the order-4 frequencies (the no-extra-node cancellation of `semiring.absorb_offset`).

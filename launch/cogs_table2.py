@@ -1,7 +1,7 @@
 """CoGS Table 2 (Tian 2024, arXiv 2410.01779): how gradient-descent solutions of modular addition
 decompose per frequency, beside the constructed global optimisers.
 
-  python launch/cogs_table2.py --workdir=/work/runs/cogs_table2 [--moduli=23,71,127] [--steps=10000]
+  python launch/cogs_table2.py --workdir=workdirs/cogs_table2 [--moduli=23,71,127] [--steps=10000]
 
 Per modulus d: the `paper` variant of modular_addition (q=512, wd=5e-5, Adam with coupled L2 at lr 0.01,
 centred MSE, 90% train, full batch), 5 seeds as ONE vmapped program in `<workdir>/d<d>`, then each

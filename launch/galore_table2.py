@@ -1,6 +1,7 @@
 """GaLore's Table 2 at CPU scale: the five methods on KJV bytes, one shape, same steps and tokens.
 
-  python launch/galore_table2.py --workdir=/tmp/table2 [--variant=cpu] [--steps=N] [--methods=...]
+  python launch/galore_table2.py --workdir=workdirs/galore_table2 [--variant=cpu] [--steps=N]
+      [--methods=...]
 
 Every method tunes its lr over `--lrs` as one vmapped sweep (GaLore over `--galore_lrs` crossed
 with `--galore_scales`, the paper's recipe lr 0.01, α 0.25 included by default) and keeps the

@@ -14,6 +14,11 @@
   `JAXDYN_TEST_NO_CACHE=1` turns it off (to time the suite without it).
 * Tests marked `@pytest.mark.slow` (checks of a real-scale effect, minutes each) are skipped unless
   the run selects them: `pytest -m slow tests/<file>`.
+* Under xdist (`pytest -n 2`, no `--dist` given) the work is shared out by scope (a test class, or a
+  file's module-level tests), so a class's `setUpClass` (a shared training) runs on one worker only
+  instead of once on each worker its tests land on, and the files that train, run a notebook or start
+  subprocesses go first (`HEAVY_FIRST`), so that no long test starts last while the other worker
+  idles. A single-process run keeps the plain file order.
 """
 
 import os
@@ -22,6 +27,21 @@ import tempfile
 
 from absl import flags
 import pytest
+
+# Test files (prefixes of the file name) scheduled first under xdist, in this order: notebooks and
+# experiment runs (tens of CPU-s a file), studies, the 8-device and trainer tests (subprocesses,
+# resumes), then the lighter families; every other file keeps its place after them.
+HEAVY_FIRST = (
+    'notebooks_',
+    'experiments_',
+    'studies_',
+    'core_mesh_test',
+    'core_trainer_test',
+    'launch_train_test',
+    'models_',
+    'core_',
+    'analysis_',
+)
 
 flags.FLAGS.mark_as_parsed()
 
@@ -42,7 +62,34 @@ def pytest_configure(config):
   tempfile.tempdir = root
 
 
+def _xdist_controller_without_dist(config) -> bool:
+  """Whether this process shares tests out to xdist workers with the default (`load`) mode."""
+  args = config.invocation_params.args
+  explicit = any(a == '-d' or a.startswith('--dist') for a in args)
+  return (not explicit and getattr(config.option, 'dist', 'no') == 'load'
+          and not hasattr(config, 'workerinput'))
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+  """Scopes (a class, or a file's module-level tests) in collection order (see the module
+  docstring); `--dist=...` on the command line keeps xdist's own choice."""
+  if not _xdist_controller_without_dist(config):
+    return None
+  from xdist.scheduler import LoadScopeScheduling   # pylint: disable=import-outside-toplevel
+  config.option.loadscopereorder = False   # our order (heaviest first), not by number of tests
+  return LoadScopeScheduling(config, log)
+
+
+def _heavy_rank(item) -> int:
+  name = os.path.basename(str(item.path))
+  return next((i for i, prefix in enumerate(HEAVY_FIRST) if name.startswith(prefix)),
+              len(HEAVY_FIRST))
+
+
 def pytest_collection_modifyitems(config, items):
+  if hasattr(config, 'workerinput'):   # an xdist worker: the controller hands scopes out in this order
+    items.sort(key=_heavy_rank)      # stable: each file keeps its own order
   if 'slow' in (config.getoption('markexpr') or '').replace('not slow', ''):
     return
   skip = pytest.mark.skip(reason='slow: run with -m slow')

@@ -1,7 +1,8 @@
 """8 CPU devices: the data-parallel, sweep-sharded and FSDP (params split over the data axis)
 programs equal the 1-device program.
 
-Runs in a subprocess so that only it sees 8 devices (the device count is fixed when jax starts).
+Runs in a subprocess so that only it sees 8 devices (the device count is fixed when jax starts); one
+subprocess (started once for the class) runs both children's programs.
 """
 
 import json
@@ -60,19 +61,31 @@ print('RESULT' + json.dumps(out))
 '''
 
 
-def run_on_eight_devices(test, child):
+def run_on_eight_devices(*children):
+  """Runs the children's code in one 8-device subprocess; (return code, stderr, [each RESULT])."""
   proc = subprocess.run(
-      [sys.executable, '-c', child], capture_output=True, text=True, timeout=600, cwd=ROOT,
-      env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu',
-           'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
-  test.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-  return json.loads(proc.stdout.split('RESULT')[-1])
+      [sys.executable, '-c', '\n'.join(children)], capture_output=True, text=True, timeout=600,
+      cwd=ROOT, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu',
+                     'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
+  results = [json.loads(line[len('RESULT'):]) for line in proc.stdout.splitlines()
+             if line.startswith('RESULT')]
+  return proc.returncode, proc.stderr, results
 
 
 class MultiDeviceTest(absltest.TestCase):
 
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.returncode, cls.stderr, cls.results = run_on_eight_devices(FSDP_CHILD, CHILD)
+
+  def child_result(self, index):
+    self.assertEqual(self.returncode, 0, self.stderr[-3000:])
+    self.assertLen(self.results, 2)
+    return self.results[index]
+
   def test_params_sharded_over_the_data_axis_equal_one_device(self):
-    out = run_on_eight_devices(self, FSDP_CHILD)
+    out = self.child_result(0)
     # Each large leaf is split along its largest dimension that 8 divides; small leaves stay whole.
     self.assertEqual(out['specs'], [['sweep', 'data', None], ['sweep', None, 'data'],
                                     ['sweep', None, None], ['sweep', None, None]])
@@ -92,12 +105,7 @@ class MultiDeviceTest(absltest.TestCase):
     np.testing.assert_allclose(out['loss'], single.history['eval/loss'], rtol=1e-5)
 
   def test_eight_devices_equal_one(self):
-    proc = subprocess.run(
-        [sys.executable, '-c', CHILD], capture_output=True, text=True, timeout=300, cwd=ROOT,
-        env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu',
-             'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
-    self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-    results = json.loads(proc.stdout.split('RESULT')[-1])
+    results = self.child_result(1)
 
     config = modular_addition.get_config('tiny')
     config.data.modulus = 11

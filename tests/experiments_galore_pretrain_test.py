@@ -126,14 +126,16 @@ class GalorePretrainTest(parameterized.TestCase):
     def train_steps(data):   # the tiny reset_every is 3: the third update restarts ReLoRA
       params = task.init_params(jax.random.key(0), hp)
       tx = task.make_optimizer(hp)
-      new_params, opt_state, losses = params, tx.init(params), []
-      for step in range(3):
+
+      def step_fn(carry, step):   # scanned, not unrolled: one step body to compile
+        new_params, opt_state = carry
         batch = task.get_batch(data, step, jax.random.key(1))
         (loss, _), grads = jax.value_and_grad(task.loss_fn, has_aux=True)(new_params, batch, hp)
         updates, opt_state = tx.update(grads, opt_state, new_params)
-        new_params = optax.apply_updates(new_params, updates)
-        losses.append(loss)
-      return params, new_params, jnp.stack(losses), task.evaluate(new_params, data)
+        return (optax.apply_updates(new_params, updates), opt_state), loss
+
+      (new_params, _), losses = jax.lax.scan(step_fn, (params, tx.init(params)), jnp.arange(3))
+      return params, new_params, losses, task.evaluate(new_params, data)
 
     self.assertIsNone(task.data)   # members share the text
     before, after, losses, evals = train_steps(dict(task.shared_data))

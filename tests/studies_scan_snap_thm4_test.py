@@ -1,5 +1,7 @@
 """Tests of the Scan & Snap Theorem 4 study (jaxdyn.studies.scan_snap_thm4): its config, the closed
-forms, and the study of a short run (every member's curves, the table's seed means)."""
+forms, and the study of a short run (every member's curves, the table's seed means). The same run
+checks what the experiment (jaxdyn.experiments.scan_snap) logs for the measurement: one training of
+that setting serves both."""
 
 import os
 import tempfile
@@ -36,8 +38,20 @@ class ScanSnapThm4Test(absltest.TestCase):
     config.train.update(eval_every=1)
     result = scan_snap.train_and_evaluate(config, tempfile.mkdtemp())
     dist = scan_snap.token_distribution(config)
-    curves = theory.b_curves(dist, result.history['step'], result.history['eval/query_logits'][:, 0],
-                             lr_z=0.5, lr_y=0.5, xi_TxK=result.history['eval/xi'][:, 0])
+    # What the experiment logs for the measurement: every evaluation's query logits and ξ.
+    z = result.history['eval/query_logits']
+    self.assertEqual(z.shape, (13, 4, dist.num_next, dist.num_tokens))
+    curves = theory.b_curves(dist, result.history['step'], z[:, 0], lr_z=0.5, lr_y=0.5,
+                             xi_TxK=result.history['eval/xi'][:, 0])
+    for name in ('distinct', 'definition', 'common', 'predicted', 'predicted_as_printed'):
+      self.assertEqual(curves[name].shape, (13,))
+      self.assertEqual(curves[name][0], 0.0)
+    # From zero init the common token loses attention (on average over members; 12 noisy steps) and
+    # the prediction grows.
+    common = [theory.b_curves(dist, result.history['step'], z[:, i], lr_z=0.5,
+                              lr_y=0.5)['common'][-1] for i in range(z.shape[1])]
+    self.assertGreater(np.mean(common), 0.0, common)
+    self.assertTrue(np.all(np.diff(curves['predicted']) > 0))
     out_dir = tempfile.mkdtemp()
     text = scan_snap_thm4.write_study(result, config, out_dir)
     with open(os.path.join(out_dir, 'thm4_table.md'), encoding='utf-8') as f:

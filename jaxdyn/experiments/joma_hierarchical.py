@@ -79,7 +79,8 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
 
 
 def _paper(c: ml_collections.ConfigDict) -> None:
-  """d = 1024, 10k steps (accelerators)."""
+  """d = 1024, 10k steps (accelerators): the reference's model and optimiser. Differs from the paper
+  only in the framework and the init stream."""
   c.model.d_model = 1024
   c.train.update(steps=10_000, eval_every=500, checkpoint_every=2_000)
 

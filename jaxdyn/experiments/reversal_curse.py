@@ -68,7 +68,8 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
 
 def _paper(c: ml_collections.ConfigDict) -> None:
   """The reference's GPT-2: 24 layers, 768 wide, 12 heads, AdamW lr 0.01 (torch's wd 0.01), batch 64,
-  18k steps = 3000 epochs of the 340 reversal sequences (6 batches an epoch)."""
+  18k steps = 3000 epochs of the 340 reversal sequences (6 batches an epoch). Differs from the
+  reference in having no dropout and dropping the last partial batch."""
   c.seed = 1234
   c.model.update(num_layers=24, d_model=768, num_heads=12)
   c.opt.lr = 0.01
