@@ -16,7 +16,14 @@ node token (one node per stage, Zhu et al. 2025) and `curriculum.stage_mix` draw
 each batch at a uniform earlier stage; both default to the earlier behaviour (statements, 0).
 
 Variants: `:tiny` (tests), default (`:cpu`), `:pilot` (Zhu et al.'s curriculum at d 64 on a CPU),
-`:superposition` (their from-scratch regime, for an accelerator), `:paper` (GPT-2 small's shape).
+`:superposition` (their from-scratch regime, for an accelerator), `:paper` (the paper's setup:
+pretrained GPT-2 fine-tuned on the questions written as text in GPT-2's BPE).
+
+`data.format='text'` writes the questions as English sentences tokenised by a real tokenizer
+(`data/prosqa_text.py`, whose id relabelling keeps prosqa's special ids) and `model.pretrained`
+starts every member from a GPT-2 checkpoint (`models.pretrained.load`, its embedding extended by the
+new rows); both read files that users download, and a missing file stops `build_task` with one line
+naming the download.
 
 Metrics per evaluation, on the validation and test questions, each method in its inference layout
 (the last stage: Coconut with max_latent_stage · c thoughts; CoT generating its chain):
@@ -568,7 +575,7 @@ EXPERIMENT = experiment.Experiment(
     build_task=build_task, report=write_report,
     parts=experiment.Parts(
         models=('jaxdyn/models/coconut.py', 'jaxdyn/models/transformer.py'),
-        data=('jaxdyn/data/prosqa.py',),
+        data=('jaxdyn/data/prosqa.py', 'jaxdyn/data/prosqa_text.py'),
         analysis=('jaxdyn/analysis/coconut.py', 'jaxdyn/analysis/superposition.py'),
         studies=('jaxdyn/studies/coconut_memory.py',),
         launch=('launch/coconut.py', 'launch/superposition.py', 'launch/coconut_memory.py'),
