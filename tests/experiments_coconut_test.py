@@ -230,6 +230,23 @@ class PaperPipelineTest(absltest.TestCase):
     np.testing.assert_allclose(ours, ref[..., :td.tokenizer.get_vocab_size()], rtol=1e-5,
                                atol=1e-5)
 
+  def test_shrunk_paper_loss_and_gradient(self):
+    # The text questions in the Coconut layout through the imported weights: a finite loss and a
+    # gradient on every leaf (the whole pipeline, trainer and report included, is the slow test
+    # below: ~55 CPU-s, mostly compiling the evaluation and the report's probes).
+    c = self.config()
+    cfg = coconut.decoder_config(c)
+    params = coconut.initial_params(c, cfg, None)
+    rows = {k: jnp.asarray(coconut.datasets(c)['train'][k][:4]) for k in coconut.FIELDS}
+    seq = coconut.make_sequence(c, rows, model_lib.METHODS.index('coconut'), 1)
+    first, _, _ = coconut.sizes(c)
+    grad_fn = jax.jit(jax.value_and_grad(
+        lambda p: model_lib.sequence_loss(cfg, p, seq, first, coconut.max_latents(c))[0]))
+    loss, grads = grad_fn(params)
+    self.assertTrue(np.isfinite(float(loss)))
+    self.assertTrue(all(np.isfinite(g).all() and np.any(g != 0) for g in jax.tree.leaves(grads)))
+
+  @pytest.mark.slow
   def test_shrunk_paper_pipeline_trains(self):
     c = self.config()
     result = coconut.train_and_evaluate(c, tempfile.mkdtemp())

@@ -401,6 +401,15 @@ FIELDS = ('question', 'steps', 'num_steps', 'target')
 _DATASETS: dict = {}   # the last config's datasets: the task and the report read the same questions
 
 
+def pretrained_init(config, cfg):
+  """`Task.init_params` giving every member `initial_params` (the imported weights). They reach the
+  compiled init through a host callback: closed over as constants, XLA would embed them in the
+  program (a 100 MB array took 160 s to compile and run on a CPU; GPT-2 small is 500 MB)."""
+  host = jax.tree.map(np.asarray, initial_params(config, cfg, None))
+  shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), host)
+  return lambda key, hp: jax.pure_callback(lambda: host, shapes)
+
+
 def datasets(config) -> dict[str, dict[str, np.ndarray]]:
   """{'train', 'val', 'test'}: `prosqa.make_dataset` with seeds data.seed + 0, 1, 2 (with
   curriculum.step_tokens=node, 'steps' holds the path's node tokens, B×S×1)."""
@@ -502,10 +511,9 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
     return {'val_accuracy': jnp.mean(correct[:n_val]), 'test_accuracy': jnp.mean(correct[n_val:]),
             'test_tokens': jnp.mean(tokens[n_val:])}
 
-  first_params = initial_params(config, cfg, None) if config.model.pretrained else None
   return task_lib.Task(
-      init_params=lambda key, hp: (first_params if first_params is not None
-                                   else model_lib.init_params(cfg, key)),
+      init_params=(pretrained_init(config, cfg) if config.model.pretrained
+                   else lambda key, hp: model_lib.init_params(cfg, key)),
       loss_fn=loss_fn, make_optimizer=lambda hp: make_optimizer(config), get_batch=get_batch,
       evaluate=evaluate, hparams=hparams, data={'method': method_ids}, shared_data=shared)
 
