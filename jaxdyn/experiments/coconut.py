@@ -141,14 +141,18 @@ def _paper(c: ml_collections.ConfigDict) -> None:
   graphs (≈ 23 nodes) written as English text and tokenised with GPT-2's BPE (`data/prosqa_text.py`),
   17,886 / 300 / 500 questions, AdamW lr 1e-4, weight decay 0.01, batch 128 (the reference's 4 GPUs
   × 32), c 1, 5 epochs per stage, max_latent_stage 6 (every step replaced from epoch 30), AdamW
-  re-created every epoch, 50 epochs (6,950 steps), float32; Coconut, one seed (the reference's
+  re-created every epoch, 50 epochs (6,950 steps), float32, each step the mean of the gradients of
+  4 parts of 32 questions (train.microbatches 4: the reference's 4 GPUs, each averaging its own
+  tokens, then DDP averaging the 4); Coconut, one seed (the reference's
   seed 0; Table 1's sd needs `--config.num_seeds=3`); the other rows of Table 1 with
   `--config.methods=cot` (or no_cot, pause, coconut_no_curriculum, pause_as_thought).
 
   Needs: GPT-2 (config.json, model.safetensors, tokenizer.json, ≈ 550 MB) downloaded once into
   checkpoints/gpt2 (`huggingface-cli download openai-community/gpt2 config.json model.safetensors
   tokenizer.json --local-dir checkpoints/gpt2`; the run names the command when they are missing),
-  then no network; an accelerator (memory and time: docs/experiments/coconut.md).
+  then no network; an accelerator: MB4_TOTAL per device (compile-only; 142.6 GiB in one pass of
+  128), about 0.6-1.2 H100-hours per method and seed (≈ 0.31 EFLOP, estimated, not measured), after
+  writing and tokenising the questions (≈ 1 CPU-hour here).
   Differs from the paper: regenerated graphs with existing single-token words as concept names
   (ProsQA's invented names take several BPE tokens), the answer written "### A" (not "### Tom is a
   A."), one more new embedding row (PAD) besides <bot>, <eot> and <latent> (all four initialised to
@@ -159,6 +163,7 @@ def _paper(c: ml_collections.ConfigDict) -> None:
   c.data.update(min_nodes=20, max_nodes=26, parent_rate=1.8, min_hops=3, answer='deepest',
                 max_edges=60, max_steps=12, num_entities=8, num_concepts=128, num_train=17_886,
                 num_val=300, num_test=500, batch_size=128, format='text')
+  c.train.microbatches = 4
   c.curriculum.update(max_latent_stage=6, epochs_per_stage=5, reset_optimizer='epoch')
   c.model.update(num_layers=12, d_model=768, num_heads=12, pretrained=PAPER_CHECKPOINT)
   c.opt.update(lr=1e-4, wd=0.01)
@@ -494,10 +499,13 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
       per_example = model_lib.mixed_stages(jax.random.fold_in(jax.random.fold_in(key, 7919), step), stage, batch,
                                            config.curriculum.stage_mix,
                                            config.curriculum.max_latent_stage)
+    if config.train.microbatches > 1:   # every leaf of the batch is split along its first axis
+      stage = jnp.broadcast_to(stage, (batch,))
     return make_sequence(config, rows(d, 'train', idx), d['method'], per_example), stage
 
   def loss_fn(params, batch_, hp):
     seq, stage = batch_
+    stage = stage if stage.ndim == 0 else stage[0]
     loss, aux = model_lib.sequence_loss(cfg, params, seq, first, m)
     return loss, {**aux, 'stage': stage.astype(jnp.float32)}
 
