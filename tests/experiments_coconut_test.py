@@ -274,12 +274,25 @@ class ConfigTest(parameterized.TestCase):
       ('eval.max_new_tokens', 2, 'eval.max_new_tokens'),
       ('data.num_concepts', 3, 'data.num_concepts'),
       ('curriculum.c_thought', 0, 'curriculum.c_thought'),
-      ('curriculum.stage0_epochs', -1, 'curriculum.stage0_epochs'))
+      ('curriculum.stage0_epochs', -1, 'curriculum.stage0_epochs'),
+      ('data.format', 'bpe', 'data.format'),
+      ('data.tokenizer', 'tokenizer.json', 'data.format'),   # a tokenizer needs the text format
+      ('model.pretrained', 'checkpoints/gpt2', 'data.format'))
   def test_bad_values_name_the_field(self, field, value, named):
     config = coconut.get_config('tiny')
     group, _, name = field.rpartition('.')
     (config[group] if group else config)[name] = value
     with self.assertRaisesRegex(ConfigError, named.replace('.', r'\.')):
+      coconut.check_config(config)
+
+  def test_text_format_needs_a_tokenizer_and_statements(self):
+    config = coconut.get_config('tiny')
+    config.data.format = 'text'
+    with self.assertRaisesRegex(ConfigError, r'data\.tokenizer'):
+      coconut.check_config(config)
+    config.data.tokenizer = 'tokenizer.json'
+    config.curriculum.step_tokens = 'node'
+    with self.assertRaisesRegex(ConfigError, r'curriculum\.step_tokens'):
       coconut.check_config(config)
 
   def test_variants_pass(self):

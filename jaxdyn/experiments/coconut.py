@@ -139,13 +139,12 @@ def _paper(c: ml_collections.ConfigDict) -> None:
   """The paper's setup (Hao et al. 2024, arXiv 2412.06769, Sec. 4 and the reference's
   args/prosqa_coconut.yaml): pretrained GPT-2 (124M) read from `checkpoints/gpt2`, ProsQA-sized
   graphs (≈ 23 nodes) written as English text and tokenised with GPT-2's BPE (`data/prosqa_text.py`),
-  17,886 / 300 / 500 questions, AdamW lr 1e-4, weight decay 0.01, batch 128 (the reference's 4 GPUs
-  × 32), c 1, 5 epochs per stage, max_latent_stage 6 (every step replaced from epoch 30), AdamW
-  re-created every epoch, 50 epochs (6,950 steps), float32, each step the mean of the gradients of
-  4 parts of 32 questions (train.microbatches 4: the reference's 4 GPUs, each averaging its own
-  tokens, then DDP averaging the 4); Coconut, one seed (the reference's
-  seed 0; Table 1's sd needs `--config.num_seeds=3`); the other rows of Table 1 with
-  `--config.methods=cot` (or no_cot, pause, coconut_no_curriculum, pause_as_thought).
+  17,886 / 300 / 500 questions, AdamW lr 1e-4, weight decay 0.01, batch 128 as the mean gradient of
+  4 parts of 32 (train.microbatches 4: the reference's 4 GPUs × 32 under DDP), c 1, 5 epochs per
+  stage, max_latent_stage 6 (every step replaced from epoch 30), AdamW re-created every epoch, 50
+  epochs (6,950 steps), float32; Coconut, one seed (the reference's seed 0; Table 1's sd needs
+  `--config.num_seeds=3`); the other rows of Table 1 with `--config.methods='("cot",)'` (or no_cot,
+  pause, coconut_no_curriculum, pause_as_thought).
 
   Needs: GPT-2 (config.json, model.safetensors, tokenizer.json, ≈ 550 MB) downloaded once into
   checkpoints/gpt2 (`huggingface-cli download openai-community/gpt2 config.json model.safetensors
