@@ -149,7 +149,7 @@ def _paper(c: ml_collections.ConfigDict) -> None:
   Needs: GPT-2 (config.json, model.safetensors, tokenizer.json, ≈ 550 MB) downloaded once into
   checkpoints/gpt2 (`huggingface-cli download openai-community/gpt2 config.json model.safetensors
   tokenizer.json --local-dir checkpoints/gpt2`; the run names the command when they are missing),
-  then no network; an accelerator: MB4_TOTAL per device (compile-only; 142.6 GiB in one pass of
+  then no network; an accelerator: 39.1 GiB per device (compile-only; 142.6 GiB in one pass of
   128), about 0.6-1.2 H100-hours per method and seed (≈ 0.31 EFLOP, estimated, not measured), after
   writing and tokenising the questions (≈ 1 CPU-hour here).
   Differs from the paper: regenerated graphs with existing single-token words as concept names
