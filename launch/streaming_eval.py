@@ -10,6 +10,10 @@ Bible's bytes (byte-level models). Prints the perplexity of the stream with dens
 attention, the re-computed sliding window and k sinks + a window of cache − k tokens for every k in
 `--sinks` (Xiao et al., 2023, arXiv 2309.17453, Table 1 / Fig. 3), then the attention on the first
 tokens per layer (its Fig. 2) (`jaxdyn.analysis.attention_sinks_streaming`).
+
+This is StreamingLLM's own setup (a pretrained model over a long text); it needs the checkpoint on
+disk (the network once: Pythia-160M is ≈ 330 MB) or a reachable hub; what differs from the paper, and
+the time per cache setting, are in docs/experiments/attention_sinks.md.
 """
 
 from absl import app, flags
@@ -30,11 +34,16 @@ _NUM_WINDOWS = flags.DEFINE_integer('num_windows', 4, 'Windows measured for the 
 _DTYPE = flags.DEFINE_enum('dtype', 'float32', ['float32', 'bfloat16'], 'Params and compute.')
 _OUT = flags.DEFINE_string('out', None, 'Also write the tables to this markdown file.')
 flags.mark_flag_as_required('model')
+DOWNLOAD = ('huggingface-cli download EleutherAI/pythia-160m config.json model.safetensors '
+            'tokenizer.json --local-dir checkpoints/pythia-160m')
 
 
 def main(argv):
   del argv
-  config, params = pretrained.load(_MODEL.value, dtype=getattr(jnp, _DTYPE.value))
+  try:
+    config, params = pretrained.load(_MODEL.value, dtype=getattr(jnp, _DTYPE.value))
+  except FileNotFoundError as e:
+    raise SystemExit(f'{e}; e.g. `{DOWNLOAD}`, then --model=checkpoints/pythia-160m') from None
   directory = pretrained.resolve(_MODEL.value)
   tokens, how = evaluation.read_stream(_TEXT.value, config.vocab_size, directory, _MAX_TOKENS.value)
   sinks = [int(k) for k in _SINKS.value]

@@ -149,8 +149,8 @@ class AttentionSinksExperimentTest(parameterized.TestCase):
     with self.assertRaisesRegex(ConfigError, field.replace('.', r'\.')):
       lib.check_config(config)
 
-  def test_paper_variant_is_the_160m_shape_with_the_published_cache(self):
-    config = lib.get_config('paper')
+  def test_pythia_shape_variant_is_the_160m_shape_with_the_published_cache(self):
+    config = lib.get_config('pythia_shape')
     lib.check_config(config)
     self.assertEqual((config.model.num_layers, config.model.d_model, config.model.num_heads),
                      (12, 768, 12))

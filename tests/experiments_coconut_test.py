@@ -174,6 +174,97 @@ class PilotEffectTest(absltest.TestCase):
       self.assertTrue(first[0] > first[1] > first[2], scores)
 
 
+class PaperPipelineTest(absltest.TestCase):
+  """`:paper` shrunk to seconds: the random GPT-2 fixture (tests/fixtures/pretrained/gpt2, positions
+  tiled to 128) as model.pretrained and a tiny BPE tokenizer trained here, in place of GPT-2's
+  weights and tokenizer.json, which users download."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    pytest.importorskip('tokenizers')
+    import prosqa_text_fixtures as fixtures  # pylint: disable=import-outside-toplevel
+    cls.fixtures = fixtures
+    cls.dir = tempfile.mkdtemp()
+    cls.tokenizer = os.path.join(cls.dir, 'tokenizer.json')
+    fixtures.train_tokenizer(cls.tokenizer)
+    cls.checkpoint = fixtures.long_checkpoint(os.path.join(cls.dir, 'gpt2'))
+
+  def config(self, checkpoint=None):
+    c = coconut.get_config('paper')
+    c.methods = ('coconut',)
+    c.data.update(min_nodes=5, max_nodes=6, max_edges=6, max_steps=3, min_hops=1,
+                  num_entities=2, num_concepts=8, num_train=8, num_val=4, num_test=4,
+                  batch_size=4, tokenizer=self.tokenizer)
+    c.curriculum.update(max_latent_stage=1, epochs_per_stage=1)
+    c.model.pretrained = checkpoint or self.checkpoint
+    c.train.update(steps=2, eval_every=2, checkpoint_every=2, steps_per_dispatch=2)
+    c.eval.max_new_tokens = 3
+    return c
+
+  def test_paper_variant_is_the_papers_setup(self):
+    c = coconut.get_config('paper')
+    self.assertEqual((c.data.format, c.model.pretrained), ('text', coconut.PAPER_CHECKPOINT))
+    self.assertEqual((c.opt.lr, c.opt.wd, c.data.batch_size), (1e-4, 0.01, 128))
+    self.assertEqual((c.curriculum.c_thought, c.curriculum.epochs_per_stage,
+                      c.curriculum.max_latent_stage, c.curriculum.reset_optimizer), (1, 5, 6, 'epoch'))
+    self.assertEqual(c.train.steps, 50 * (17_886 // 128))
+
+  def test_pretrained_logits_reach_the_coconut_model(self):
+    # The Coconut model's logits at initialisation, relabelled back to the tokenizer's ids, are the
+    # imported decoder's on the same text.
+    from jaxdyn.models import pretrained  # pylint: disable=import-outside-toplevel
+    from jaxdyn.models import transformer  # pylint: disable=import-outside-toplevel
+    c = self.config()
+    cfg = coconut.decoder_config(c)
+    params = coconut.initial_params(c, cfg, None)
+    td = coconut.text_data(c)
+    ids = td.tokenizer.encode('Every apple is a bird. Tom is a apple. Is Tom a bird or reed?').ids
+    tokens = jnp.asarray([ids])
+    h, _ = model_lib.forward(cfg, params, model_lib.embed(params, jnp.asarray(td.vocab.of_token)[tokens]),
+                             jnp.arange(len(ids))[None], jnp.ones((1, len(ids)), bool))
+    ours = model_lib.logits(cfg, params, h)[..., td.vocab.of_token]
+    ref_cfg, ref_params = pretrained.load(self.checkpoint)
+    ref = transformer.Decoder(ref_cfg).apply({'params': ref_params}, tokens)
+    ref = ref[0] if isinstance(ref, tuple) else ref
+    np.testing.assert_allclose(ours, ref[..., :td.tokenizer.get_vocab_size()], rtol=1e-5,
+                               atol=1e-5)
+
+  def test_shrunk_paper_loss_and_gradient(self):
+    # The text questions in the Coconut layout through the imported weights: a finite loss and a
+    # gradient on every leaf (the whole pipeline, trainer and report included, is the slow test
+    # below: ~55 CPU-s, mostly compiling the evaluation and the report's probes).
+    c = self.config()
+    cfg = coconut.decoder_config(c)
+    params = coconut.initial_params(c, cfg, None)
+    rows = {k: jnp.asarray(coconut.datasets(c)['train'][k][:4]) for k in coconut.FIELDS}
+    seq = coconut.make_sequence(c, rows, model_lib.METHODS.index('coconut'), 1)
+    first, _, _ = coconut.sizes(c)
+    grad_fn = jax.jit(jax.value_and_grad(
+        lambda p: model_lib.sequence_loss(cfg, p, seq, first, coconut.max_latents(c))[0]))
+    loss, grads = grad_fn(params)
+    self.assertTrue(np.isfinite(float(loss)))
+    self.assertTrue(all(np.isfinite(g).all() and np.any(g != 0) for g in jax.tree.leaves(grads)))
+
+  @pytest.mark.slow
+  def test_shrunk_paper_pipeline_trains(self):
+    c = self.config()
+    result = coconut.train_and_evaluate(c, tempfile.mkdtemp())
+    self.assertTrue(np.all(np.isfinite(result.history['train/loss'][1:])))
+    self.assertEqual(result.final('eval/test_accuracy').shape, (1,))
+    # Trained from the imported weights: near them after 2 steps of lr 1e-4, not equal.
+    start = coconut.initial_params(c, coconut.decoder_config(c), None)['params']
+    moved = jax.tree.map(lambda a, b: float(jnp.max(jnp.abs(a[0] - b))), result.params['params'],
+                         start)
+    self.assertTrue(all(0 < d < 1e-2 for d in jax.tree.leaves(moved)), moved)
+
+  def test_missing_checkpoint_is_one_line_naming_the_download(self):
+    c = self.config(os.path.join(self.dir, 'no_such', 'gpt2'))
+    with self.assertRaisesRegex(FileNotFoundError,
+                                r'^[^\n]*huggingface-cli download openai-community/gpt2[^\n]*$'):
+      coconut.EXPERIMENT.build_task(c)
+
+
 class ConfigTest(parameterized.TestCase):
 
   @parameterized.parameters(
@@ -183,12 +274,25 @@ class ConfigTest(parameterized.TestCase):
       ('eval.max_new_tokens', 2, 'eval.max_new_tokens'),
       ('data.num_concepts', 3, 'data.num_concepts'),
       ('curriculum.c_thought', 0, 'curriculum.c_thought'),
-      ('curriculum.stage0_epochs', -1, 'curriculum.stage0_epochs'))
+      ('curriculum.stage0_epochs', -1, 'curriculum.stage0_epochs'),
+      ('data.format', 'bpe', 'data.format'),
+      ('data.tokenizer', 'tokenizer.json', 'data.format'),   # a tokenizer needs the text format
+      ('model.pretrained', 'checkpoints/gpt2', 'data.format'))
   def test_bad_values_name_the_field(self, field, value, named):
     config = coconut.get_config('tiny')
     group, _, name = field.rpartition('.')
     (config[group] if group else config)[name] = value
     with self.assertRaisesRegex(ConfigError, named.replace('.', r'\.')):
+      coconut.check_config(config)
+
+  def test_text_format_needs_a_tokenizer_and_statements(self):
+    config = coconut.get_config('tiny')
+    config.data.format = 'text'
+    with self.assertRaisesRegex(ConfigError, r'data\.tokenizer'):
+      coconut.check_config(config)
+    config.data.tokenizer = 'tokenizer.json'
+    config.curriculum.step_tokens = 'node'
+    with self.assertRaisesRegex(ConfigError, r'curriculum\.step_tokens'):
       coconut.check_config(config)
 
   def test_variants_pass(self):

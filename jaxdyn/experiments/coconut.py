@@ -16,7 +16,14 @@ node token (one node per stage, Zhu et al. 2025) and `curriculum.stage_mix` draw
 each batch at a uniform earlier stage; both default to the earlier behaviour (statements, 0).
 
 Variants: `:tiny` (tests), default (`:cpu`), `:pilot` (Zhu et al.'s curriculum at d 64 on a CPU),
-`:superposition` (their from-scratch regime, for an accelerator), `:paper` (GPT-2 small's shape).
+`:superposition` (their from-scratch regime, for an accelerator), `:paper` (the paper's setup:
+pretrained GPT-2 fine-tuned on the questions written as text in GPT-2's BPE).
+
+`data.format='text'` writes the questions as English sentences tokenised by a real tokenizer
+(`data/prosqa_text.py`, whose id relabelling keeps prosqa's special ids) and `model.pretrained`
+starts every member from a GPT-2 checkpoint (`models.pretrained.load`, its embedding extended by the
+new rows); both read files that users download, and a missing file stops `build_task` with one line
+naming the download.
 
 Metrics per evaluation, on the validation and test questions, each method in its inference layout
 (the last stage: Coconut with max_latent_stage · c thoughts; CoT generating its chain):
@@ -33,7 +40,9 @@ and the test questions' shortcut audit (`prosqa.audit`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +57,9 @@ from jaxdyn.core import figures
 from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import prosqa
+from jaxdyn.data import prosqa_text
 from jaxdyn.models import coconut as model_lib
+from jaxdyn.models import pretrained as pretrained_lib
 
 # The talk's slide "Performance in ProsQA" (Table 1 of the paper, GPT-2): accuracy % (mean ± sd
 # over seeds as the paper states) and the number of generated tokens.
@@ -56,6 +67,7 @@ PAPER_TABLE = {'cot': (77.5, 1.9, 49.4), 'no_cot': (76.7, 1.0, 8.2), 'icot': (98
                'pause': (75.9, 0.7, 8.2), 'coconut': (97.0, 0.3, 14.2),
                'coconut_no_curriculum': (76.1, 0.2, 14.2), 'pause_as_thought': (96.6, 0.8, 8.2)}
 RESETS = ('epoch', 'stage', 'never')
+FORMATS = ('symbolic', 'text')
 STEP_TOKENS = ('statement', 'node')
 DEFAULT_METHODS = ('cot', 'no_cot', 'pause', 'coconut', 'coconut_no_curriculum')
 
@@ -83,7 +95,10 @@ def default_config() -> ml_collections.ConfigDict:
       num_entities=4, num_concepts=16,
       num_train=4_000, num_val=100, num_test=300,
       seed=0,                     # data seed (train, val and test use seed, seed + 1, seed + 2)
-      batch_size=16))
+      batch_size=16,
+      format='symbolic',          # symbolic (prosqa: one token per word) | text (prosqa_text:
+                                  # English statements through a BPE tokenizer)
+      tokenizer=''))              # text: a tokenizer.json or its directory ('': model.pretrained's)
   c.curriculum = ml_collections.ConfigDict(dict(
       c_thought=1,                # thoughts per replaced step (reference: 1)
       max_latent_stage=2,         # last stage with steps left (reference: 6)
@@ -93,7 +108,10 @@ def default_config() -> ml_collections.ConfigDict:
                                   # AdamW's moments 8 times in this run
       step_tokens='statement',    # statement: a step is `x y .`; node: the path's next node
       stage_mix=0.0))             # share of examples drawn at a uniform earlier stage
-  c.model = ml_collections.ConfigDict(dict(num_layers=2, d_model=64, num_heads=4))
+  c.model = ml_collections.ConfigDict(dict(
+      num_layers=2, d_model=64, num_heads=4,
+      pretrained=''))   # a GPT-2 checkpoint directory (config.json + safetensors) or hub name to
+                        # start from (its shape replaces num_layers, d_model, num_heads); '': none
   c.opt = ml_collections.ConfigDict(dict(lr=1e-3, wd=0.01, b1=0.9, b2=0.999, eps=1e-8))
   c.eval = ml_collections.ConfigDict(dict(max_new_tokens=0))   # 0: 3 · max_steps + 3 (CoT's)
   return c
@@ -114,19 +132,42 @@ def _tiny(c: ml_collections.ConfigDict) -> None:
   c.train.update(steps=4, eval_every=1, checkpoint_every=4, steps_per_dispatch=4)
 
 
+PAPER_CHECKPOINT = 'checkpoints/gpt2'   # where `:paper` reads GPT-2 (relative to the working dir)
+
+
 def _paper(c: ml_collections.ConfigDict) -> None:
-  """The published setting: ProsQA-sized graphs (≈ 23 nodes), 17,886 / 300 / 500 questions, GPT-2
-  small's shape (from scratch, not pre-trained), lr 1e-4, batch 32 (reference: 128 on 4 GPUs × 32),
-  c 1, 5 epochs per stage, max_latent_stage 6, AdamW re-created every epoch, 50 epochs, 3 seeds."""
-  c.num_seeds = 3
+  """The paper's setup (Hao et al. 2024, arXiv 2412.06769, Sec. 4 and the reference's
+  args/prosqa_coconut.yaml): pretrained GPT-2 (124M) read from `checkpoints/gpt2`, ProsQA-sized
+  graphs (≈ 23 nodes) written as English text and tokenised with GPT-2's BPE (`data/prosqa_text.py`),
+  17,886 / 300 / 500 questions, AdamW lr 1e-4, weight decay 0.01, batch 128 as the mean gradient of
+  4 parts of 32 (train.microbatches 4: the reference's 4 GPUs × 32 under DDP), c 1, 5 epochs per
+  stage, max_latent_stage 6 (every step replaced from epoch 30), AdamW re-created every epoch, 50
+  epochs (6,950 steps), float32; Coconut, one seed (the reference's seed 0; Table 1's sd needs
+  `--config.num_seeds=3`); the other rows of Table 1 with `--config.methods='("cot",)'` (or no_cot,
+  pause, coconut_no_curriculum, pause_as_thought).
+
+  Needs: GPT-2 (config.json, model.safetensors, tokenizer.json, ≈ 550 MB) downloaded once into
+  checkpoints/gpt2 (`huggingface-cli download openai-community/gpt2 config.json model.safetensors
+  tokenizer.json --local-dir checkpoints/gpt2`; the run names the command when they are missing),
+  then no network; an accelerator: 39.1 GiB per device (compile-only; 142.6 GiB in one pass of
+  128), about 0.6-1.2 H100-hours per method and seed (≈ 0.31 EFLOP, estimated, not measured), after
+  writing and tokenising the questions (≈ 1 CPU-hour here).
+  Differs from the paper: regenerated graphs with existing single-token words as concept names
+  (ProsQA's invented names take several BPE tokens), the answer written "### A" (not "### Tom is a
+  A."), one more new embedding row (PAD) besides <bot>, <eot> and <latent> (all four initialised to
+  "<<"'s row, as the reference does), new rows added for every method (the reference adds them only
+  where thoughts are used), validation and test accuracy by greedy decoding of the answer token."""
+  c.num_seeds = 1
+  c.methods = ('coconut',)
   c.data.update(min_nodes=20, max_nodes=26, parent_rate=1.8, min_hops=3, answer='deepest',
                 max_edges=60, max_steps=12, num_entities=8, num_concepts=128, num_train=17_886,
-                num_val=300, num_test=500, batch_size=32)
+                num_val=300, num_test=500, batch_size=128, format='text')
+  c.train.microbatches = 4
   c.curriculum.update(max_latent_stage=6, epochs_per_stage=5, reset_optimizer='epoch')
-  c.model.update(num_layers=12, d_model=768, num_heads=12)
-  c.opt.update(lr=1e-4)
-  steps_per_epoch = 17_886 // 32
-  c.train.update(steps=50 * steps_per_epoch, eval_every=steps_per_epoch,
+  c.model.update(num_layers=12, d_model=768, num_heads=12, pretrained=PAPER_CHECKPOINT)
+  c.opt.update(lr=1e-4, wd=0.01)
+  steps_per_epoch = 17_886 // 128
+  c.train.update(steps=50 * steps_per_epoch, eval_every=5 * steps_per_epoch,
                  checkpoint_every=5 * steps_per_epoch, steps_per_dispatch=steps_per_epoch)
 
 
@@ -229,6 +270,19 @@ def check_values(config: ml_collections.ConfigDict) -> None:
                      config.curriculum.stage_mix, 'must be in [0, 1]')
   config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
                      config.model.d_model, 'must be a multiple of model.num_heads')
+  config_lib.require_choice(config, 'data.format', FORMATS)
+  config_lib.require(d.format == 'text' or not (d.tokenizer or config.model.pretrained),
+                     'data.format', d.format,
+                     "must be 'text' with data.tokenizer or model.pretrained (a BPE vocabulary)")
+  config_lib.require(d.format == 'symbolic' or config.curriculum.step_tokens == 'statement',
+                     'curriculum.step_tokens', config.curriculum.step_tokens,
+                     "must be 'statement' with data.format='text'")
+  config_lib.require(d.format == 'symbolic' or bool(d.tokenizer or config.model.pretrained),
+                     'data.tokenizer', d.tokenizer,
+                     "must name a tokenizer.json with data.format='text' and no model.pretrained")
+  config_lib.require(d.format == 'symbolic' or d.num_entities <= len(prosqa_text.ENTITY_NAMES),
+                     'data.num_entities', d.num_entities,
+                     f"must be <= {len(prosqa_text.ENTITY_NAMES)} with data.format='text'")
   config_lib.require(config.eval.max_new_tokens == 0 or config.eval.max_new_tokens >= 3,
                      'eval.max_new_tokens', config.eval.max_new_tokens,
                      'must be 0 (automatic) or >= 3 (### answer <eos>)')
@@ -243,6 +297,8 @@ def steps_per_epoch(config) -> int:
 
 
 def step_width(config) -> int:
+  if config.data.format == 'text':
+    return text_data(config).step_width
   return {'statement': 3, 'node': 1}[config.curriculum.step_tokens]
 
 
@@ -252,16 +308,95 @@ def max_new_tokens(config) -> int:
 
 def sizes(config) -> tuple[int, int, int]:
   """(first latent slot, first suffix slot, sequence length T)."""
-  return model_lib.layout_sizes(spec(config).question_len, max_latents(config),
-                                config.data.max_steps, step_width(config))
+  question_len = (text_data(config).question_len if config.data.format == 'text'
+                  else spec(config).question_len)
+  return model_lib.layout_sizes(question_len, max_latents(config), config.data.max_steps,
+                                step_width(config))
 
 
 def decoder_config(config):
   first, _, t = sizes(config)
   m = config.model
-  return model_lib.decoder_config(spec(config).vocab_size,
-                                  max(t, first + max_latents(config) + 1 + max_new_tokens(config)),
-                                  m.num_layers, m.d_model, m.num_heads)
+  length = max(t, first + max_latents(config) + 1 + max_new_tokens(config))
+  if m.pretrained:
+    cfg = pretrained_checkpoint(config)[0]
+    if length > cfg.max_len:
+      raise ValueError(f'the layout needs {length} positions; the checkpoint model.pretrained='
+                       f'{m.pretrained!r} has {cfg.max_len} (lower data.max_edges or max_steps)')
+    return dataclasses.replace(cfg, vocab_size=text_data(config).vocab.size)
+  vocab = text_data(config).vocab.size if config.data.format == 'text' else spec(config).vocab_size
+  return model_lib.decoder_config(vocab, length, m.num_layers, m.d_model, m.num_heads)
+
+
+class TextData(NamedTuple):
+  """A text-format run's tokenizer, id relabelling and padded splits (`data/prosqa_text.py`)."""
+  tokenizer: Any
+  vocab: prosqa_text.TextVocab
+  splits: dict
+  question_len: int
+  step_width: int
+
+
+_TEXT: dict = {}
+_CHECKPOINTS: dict = {}
+
+
+def checkpoint_dir(config) -> str:
+  """model.pretrained as a local directory (a hub name is downloaded); one line if it is not there."""
+  name = config.model.pretrained
+  try:
+    return str(pretrained_lib.resolve(name))
+  except FileNotFoundError:
+    raise prosqa_text.missing('the GPT-2 checkpoint of model.pretrained', name, name) from None
+
+
+def pretrained_checkpoint(config):
+  """(DecoderConfig, params) of model.pretrained (`models.pretrained.load`), read once per path;
+  only GPT-2 checkpoints fit the Coconut forward (`models.coconut.check_decoder`)."""
+  name = config.model.pretrained
+  if name not in _CHECKPOINTS:
+    directory = checkpoint_dir(config)
+    if not os.path.isfile(os.path.join(directory, 'config.json')):
+      raise prosqa_text.missing('config.json of model.pretrained', directory, directory)
+    cfg, params = pretrained_lib.load(directory)
+    model_lib.check_decoder(cfg)
+    _CHECKPOINTS.clear()
+    _CHECKPOINTS[name] = (cfg, params)
+  return _CHECKPOINTS[name]
+
+
+def text_data(config) -> TextData:
+  """The text-format splits (seeds data.seed + 0, 1, 2), tokenised once per data config."""
+  d = config.data
+  key = repr(sorted(d.to_dict().items())) + config.model.pretrained
+  if key not in _TEXT:
+    path = d.tokenizer or checkpoint_dir(config)
+    tokenizer = prosqa_text.load_tokenizer(path)
+    table = pretrained_checkpoint(config)[0].vocab_size if config.model.pretrained else None
+    vocab = prosqa_text.text_vocab(tokenizer, table)
+    concepts = prosqa_text.concept_words(tokenizer, d.num_concepts, d.seed)
+    raw = {name: prosqa_text.make_dataset(d.seed + i, size, spec(config), tokenizer, vocab,
+                                          concepts)
+           for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
+                                             ('test', d.num_test)))}
+    q, w = prosqa_text.sizes(list(raw.values()))
+    splits = {name: prosqa_text.pad(split, q, w, d.max_steps) for name, split in raw.items()}
+    _TEXT.clear()
+    _TEXT[key] = TextData(tokenizer, vocab, splits, q, w)
+  return _TEXT[key]
+
+
+def initial_params(config, cfg, key) -> dict:
+  """A member's first params: model.pretrained's weights with the relabelled, extended embedding
+  (`prosqa_text.extend_embedding`), or the GPT-2 law (`models.coconut.init_params`)."""
+  if not config.model.pretrained:
+    return model_lib.init_params(cfg, key)
+  params = dict(pretrained_checkpoint(config)[1])
+  td = text_data(config)
+  table = prosqa_text.extend_embedding(np.asarray(params['embed']['embedding']), td.tokenizer,
+                                       td.vocab)
+  params['embed'] = {'embedding': jnp.asarray(table, cfg.param_dtype)}
+  return {'params': params}
 
 
 FIELDS = ('question', 'steps', 'num_steps', 'target')
@@ -270,9 +405,20 @@ FIELDS = ('question', 'steps', 'num_steps', 'target')
 _DATASETS: dict = {}   # the last config's datasets: the task and the report read the same questions
 
 
+def pretrained_init(config, cfg):
+  """`Task.init_params` giving every member `initial_params` (the imported weights). They reach the
+  compiled init through a host callback: closed over as constants, XLA would embed them in the
+  program (a 100 MB array took 160 s to compile and run on a CPU; GPT-2 small is 500 MB)."""
+  host = jax.tree.map(np.asarray, initial_params(config, cfg, None))
+  shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), host)
+  return lambda key, hp: jax.pure_callback(lambda: host, shapes)
+
+
 def datasets(config) -> dict[str, dict[str, np.ndarray]]:
   """{'train', 'val', 'test'}: `prosqa.make_dataset` with seeds data.seed + 0, 1, 2 (with
   curriculum.step_tokens=node, 'steps' holds the path's node tokens, B×S×1)."""
+  if config.data.format == 'text':
+    return text_data(config).splits
   key = (repr(sorted(config.data.to_dict().items())), config.curriculum.step_tokens)
   if key in _DATASETS:
     return _DATASETS[key]
@@ -352,10 +498,13 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
       per_example = model_lib.mixed_stages(jax.random.fold_in(jax.random.fold_in(key, 7919), step), stage, batch,
                                            config.curriculum.stage_mix,
                                            config.curriculum.max_latent_stage)
+    if config.train.microbatches > 1:   # every leaf of the batch is split along its first axis
+      stage = jnp.broadcast_to(stage, (batch,))
     return make_sequence(config, rows(d, 'train', idx), d['method'], per_example), stage
 
   def loss_fn(params, batch_, hp):
     seq, stage = batch_
+    stage = stage if stage.ndim == 0 else stage[0]
     loss, aux = model_lib.sequence_loss(cfg, params, seq, first, m)
     return loss, {**aux, 'stage': stage.astype(jnp.float32)}
 
@@ -370,7 +519,8 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
             'test_tokens': jnp.mean(tokens[n_val:])}
 
   return task_lib.Task(
-      init_params=lambda key, hp: model_lib.init_params(cfg, key),
+      init_params=(pretrained_init(config, cfg) if config.model.pretrained
+                   else lambda key, hp: model_lib.init_params(cfg, key)),
       loss_fn=loss_fn, make_optimizer=lambda hp: make_optimizer(config), get_batch=get_batch,
       evaluate=evaluate, hparams=hparams, data={'method': method_ids}, shared_data=shared)
 
@@ -425,7 +575,9 @@ def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict
                      {'rows': rows, 'num_seeds': config.num_seeds, 'probes': probe_summary,
                       'diagnosis': diagnosis, 'ablation': ablation,
                       'data_statistics': prosqa.statistics(test),
-                      'data_audit': prosqa.audit(test)})
+                      # the audit reads the symbolic question layout's candidate slots
+                      'data_audit': (prosqa.audit(test) if config.data.format == 'symbolic'
+                                     else None)})
   probes.plot_accuracy(rows, [PAPER_TABLE[r['method']][0] for r in rows],
                        os.path.join(figdir, 'accuracy.png'),
                        f'{config.model.num_layers}L d={config.model.d_model}, {config.num_seeds} '
@@ -438,7 +590,7 @@ EXPERIMENT = experiment.Experiment(
     build_task=build_task, report=write_report,
     parts=experiment.Parts(
         models=('jaxdyn/models/coconut.py', 'jaxdyn/models/transformer.py'),
-        data=('jaxdyn/data/prosqa.py',),
+        data=('jaxdyn/data/prosqa.py', 'jaxdyn/data/prosqa_text.py'),
         analysis=('jaxdyn/analysis/coconut.py', 'jaxdyn/analysis/superposition.py'),
         studies=('jaxdyn/studies/coconut_memory.py',),
         launch=('launch/coconut.py', 'launch/superposition.py', 'launch/coconut_memory.py'),

@@ -20,15 +20,15 @@ from jaxdyn.studies import memory_policies as memory
 
 def compile_row(config: ml_collections.ConfigDict, num_train: int = 512) -> memory.MemoryRow:
   """A `memory_policies.MemoryRow` of the config's training step, float32, one device, every member
-  (methods × seeds) in the program. (Gradient accumulation is not offered: the batch carries the
-  scalar curriculum stage, which `train.microbatches` cannot split.)"""
+  (methods × seeds) in the program, with the config's gradient accumulation (`train.microbatches`:
+  the batch then carries the curriculum stage per example, so that every leaf splits)."""
   c = ml_collections.ConfigDict(config.to_dict())
   c.data.num_train = max(num_train, c.data.batch_size)
   c.data.num_val, c.data.num_test = min(c.data.num_val, 64), min(c.data.num_test, 64)
   coconut.check_config(c)
   task = coconut.EXPERIMENT.build_task(c)
   mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
-  compiled, compile_s = program.compile_chunk(task, mesh)
+  compiled, compile_s = program.compile_chunk(task, mesh, microbatches=c.train.microbatches)
   m = compiled.memory_analysis()
   return memory.MemoryRow(
       policy='float32', devices=mesh.size, compile_s=compile_s,
