@@ -296,9 +296,15 @@ def datasets(config) -> dict[str, dict[str, np.ndarray]]:
   if key in _DATASETS:
     return _DATASETS[key]
   d, s = config.data, spec(config)
-  out = {name: prosqa.make_dataset(d.seed + i, size, s)
-         for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
-                                           ('test', d.num_test)))}
+  try:
+    out = {name: prosqa.make_dataset(d.seed + i, size, s)
+           for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
+                                             ('test', d.num_test)))}
+  except RuntimeError as e:   # the graph law admits no question: refused by name
+    fields = ('data.min_nodes', 'data.max_nodes', 'data.parent_rate', 'data.p_only',
+              'data.depth_weight', 'data.min_hops', 'data.max_steps', 'data.max_edges')
+    named = ' and '.join(f'{f!r} = {config_lib.get_field(config, f)!r}' for f in fields)
+    raise config_lib.ConfigError(f'config fields {named} are invalid together: {e}') from None
   if config.curriculum.step_tokens == 'node':
     for split in out.values():
       split['steps'] = model_lib.node_steps(split['steps'])
