@@ -153,7 +153,8 @@ def check_workdir(workdir: str) -> None:
     raise config_lib.ConfigError(f'--workdir={workdir}: {existing} is not a directory')
   if existing == os.path.abspath(workdir):   # an earlier run's: damaged or busy, refused here
     workdir_lock.check_layout(workdir)
-    workdir_lock.check_free(workdir)
+    if not (_COORDINATOR.value or _cluster_detected()):   # several processes: process 0 locks it
+      workdir_lock.check_free(workdir)
   probe = os.path.join(existing, f'.jaxdyn-write-probe-{os.getpid()}')
   try:
     os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))

@@ -89,10 +89,12 @@ def build(module, config, *, trace=False):
     memory.check_fits(task, config)
     if trace:
       program.step_jaxpr(task, microbatches=config.train.microbatches)
-      if task.evaluate is not None:
+      if task.evaluate is not None:   # as the program runs it: data and shared data traced
         one = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
-        jax.eval_shape(lambda p, d: task.evaluate(p, program.with_shared(d, task.shared_data)),
-                       one(state['members']['params']), one(task.data))
+        every = lambda tree: jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), tree)
+        jax.eval_shape(lambda p, d, s: task.evaluate(p, program.with_shared(d, s)),
+                       one(state['members']['params']), one(task.data), every(task.shared_data))
     done[stage.name] = types.SimpleNamespace(params=jax.tree.map(
         lambda x: jnp.zeros(x.shape, x.dtype), state['members']['params']))
 
@@ -213,7 +215,11 @@ class DomainsTest(parameterized.TestCase):
       self.fail(f'{name} accepted {changed} at their smallest but did not build: '
                 f'{type(e).__name__}: {e}')
 
-  @pytest.mark.slow
+
+@pytest.mark.slow
+class HostileValuesBuildTest(parameterized.TestCase):
+  """Every accepted hostile value builds and its programs trace (minutes: `-m slow`)."""
+
   @parameterized.parameters(*[(n,) for n in experiments.EXPERIMENTS])
   def test_every_accepted_hostile_value_builds_and_traces(self, name):
     module = experiments.get(name)

@@ -200,7 +200,8 @@ REFUSED = {
     'metrics_not_utf8': lambda w: _write(os.path.join(w, 'metrics.jsonl'), b'\xff\xfe\x00\x80\n'),
     'metrics_cut_at_the_checkpoint_step': _cut_last_line,
     'metrics_a_folder': lambda w: _replace_by_folder(os.path.join(w, 'metrics.jsonl')),
-    'unreadable_a_folder': lambda w: _replace_by_folder(os.path.join(w, 'metrics.jsonl.unreadable')),
+    'unreadable_a_folder': lambda w: _replace_by_folder(os.path.join(w, 'metrics.jsonl'
+                                                                       '.unreadable')),
     'compile_json_a_folder': lambda w: _replace_by_folder(os.path.join(w, 'compile.json')),
     'lock_a_folder': lambda w: _replace_by_folder(os.path.join(w, workdir_lock.LOCK_FILE)),
     'checkpoints_a_file': lambda w: _replace_by_file(os.path.join(w, 'checkpoints')),
