@@ -136,8 +136,9 @@ def start_compilation_cache() -> str | None:
 
 
 def check_workdir(workdir: str) -> None:
-  """Refuses an empty --workdir, and a local one that is not a directory or cannot be written,
-  without creating anything (a probe file is created and removed in the nearest existing folder)."""
+  """Refuses an empty --workdir, a local one that is not a directory or cannot be written, and an
+  existing one with a damaged layout or held by a live run, without creating anything (a probe file
+  is created and removed in the nearest existing folder)."""
   if not workdir or not workdir.strip():
     raise config_lib.ConfigError('--workdir is empty; give the directory for the run, e.g. '
                                  '--workdir=workdirs/run')
@@ -150,6 +151,10 @@ def check_workdir(workdir: str) -> None:
     existing = os.path.dirname(existing)
   if not os.path.isdir(existing):
     raise config_lib.ConfigError(f'--workdir={workdir}: {existing} is not a directory')
+  if existing == os.path.abspath(workdir):   # an earlier run's: damaged or busy, refused here
+    workdir_lock.check_layout(workdir)
+    if not (_COORDINATOR.value or _cluster_detected()):   # several processes: process 0 locks it
+      workdir_lock.check_free(workdir)
   probe = os.path.join(existing, f'.jaxdyn-write-probe-{os.getpid()}')
   try:
     os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))

@@ -1,22 +1,35 @@
-"""Generated from the schemas: every field of every experiment that declares its domains, given
-boundary and hostile values (zero, negative, huge, wrong type, NaN/inf, empty sequences, unknown
-choices), is either accepted or refused with a ConfigError naming the field (in-process, through
-`check_config`: cheap); a few through the real launcher (processes started together) are refused in
-one stderr line, with a non-zero exit and nothing created in the new workdir. Experiments whose domains are not declared
-yet are listed in a visible skip."""
+"""Generated from the schemas: every field of every experiment, given boundary and hostile values
+(zero, negative, huge, wrong type, NaN/inf, empty sequences, unknown choices), is either accepted or
+refused with a ConfigError naming the field (in-process, through `check_config`: cheap); an accepted
+config must build: its task (every stage's), the train state's shapes (`jax.eval_shape`, nothing
+allocated) and the memory check. In the default run that is each experiment's `:tiny` with every
+size field at its smallest accepted value at once; `-m slow` builds every accepted hostile value and
+traces its training step and evaluation too. A few through the real launcher (processes started
+together) are refused in one stderr line, with a non-zero exit and nothing created in the new
+workdir (nor changed in a damaged or busy existing one)."""
 
+import functools
+import json
 import math
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import types
 
+import jax
+import jax.numpy as jnp
+import pytest
 from absl.testing import absltest
 from absl.testing import parameterized
 
 from jaxdyn import experiments
 from jaxdyn.core import config as config_lib
+from jaxdyn.core import memory
+from jaxdyn.core import program
+from jaxdyn.core import task as task_lib
+from jaxdyn.core import workdir_lock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -56,12 +69,76 @@ def set_field(config, dotted, value):
     node[leaf] = value
 
 
+BASE_GROUPS = ('experiment', 'seed', 'num_seeds', 'train.', 'mesh.')   # checked by every run
+
+
+def build(module, config, *, trace=False):
+  """What a run does with an accepted config before it trains: the schedule, every stage's task,
+  the train state's shapes and the memory check; with `trace`, the training step's and the
+  evaluation's programs traced too (abstract arrays: nothing allocated, nothing compiled). A later
+  stage reads zeros shaped like the earlier stage's params."""
+  task_lib.schedule_from_config(config.train)
+  experiment = module.EXPERIMENT
+  stages = experiment.stages or (types.SimpleNamespace(
+      name='', build_task=lambda c, done: experiment.build_task(c)),)
+  done = {}
+  for stage in stages:
+    task = stage.build_task(config, done)
+    program.Placement.from_config(task, config)
+    state = jax.eval_shape(functools.partial(program.init_state, task))
+    memory.check_fits(task, config)
+    if trace:
+      program.step_jaxpr(task, microbatches=config.train.microbatches)
+      if task.evaluate is not None:   # as the program runs it: data and shared data traced
+        one = lambda tree: jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), tree)
+        every = lambda tree: jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x)), tree)
+        jax.eval_shape(lambda p, d, s: task.evaluate(p, program.with_shared(d, s)),
+                       one(state['members']['params']), one(task.data), every(task.shared_data))
+    done[stage.name] = types.SimpleNamespace(params=jax.tree.map(
+        lambda x: jnp.zeros(x.shape, x.dtype), state['members']['params']))
+
+
+def smallest_sizes(module):
+  """`:tiny` with every int field of the experiment's own groups at its smallest accepted value
+  (tried in field order, 0 then 1 then 2 ..., each kept where the whole config is accepted)."""
+  config = module.get_config('tiny')
+  for field in config_lib.leaf_fields(config):
+    default = config_lib.get_field(config, field)
+    if field.startswith(BASE_GROUPS) or isinstance(default, bool) or not isinstance(default, int):
+      continue
+    for value in range(0, min(default, 4)):
+      set_field(config, field, value)
+      try:
+        module.check_config(config)
+        break
+      except config_lib.ConfigError:
+        set_field(config, field, default)
+  module.check_config(config)
+  return config
+
+
+def accepted_hostile_configs(module):
+  """(field, value, config) of every hostile value of the experiment's own fields that
+  `check_config` accepts."""
+  tiny = module.get_config('tiny')
+  for field in config_lib.leaf_fields(tiny):
+    if field.startswith(BASE_GROUPS) and field != 'train.microbatches':
+      continue
+    for value in hostile_values(config_lib.get_field(tiny, field)):
+      config = module.get_config('tiny')
+      set_field(config, field, value)
+      try:
+        module.check_config(config)
+      except config_lib.ConfigError:
+        continue
+      yield field, value, config
+
+
 class DomainsTest(parameterized.TestCase):
 
-  def test_undeclared_experiments_are_listed(self):
-    missing = undeclared()
-    if missing:
-      self.skipTest(f'domains not declared yet (not checked here): {", ".join(missing)}')
+  def test_every_experiment_declares_its_domains(self):
+    self.assertEmpty(undeclared())
 
   @parameterized.parameters(*[(n,) for n in declared()])
   def test_every_field_has_a_domain(self, name):
@@ -124,12 +201,46 @@ class DomainsTest(parameterized.TestCase):
     with self.assertRaisesRegex(config_lib.ConfigError, r"'data\.max_edges' = .*'data\.sizes' = "):
       module.check_config(config)
 
+  @parameterized.parameters(*[(n,) for n in experiments.EXPERIMENTS])
+  def test_the_smallest_accepted_sizes_build(self, name):
+    module = experiments.get(name)
+    config = smallest_sizes(module)
+    try:
+      build(module, config)
+    except config_lib.ConfigError as e:   # refused while building: then in one line, by name
+      self.assertNotIn('\n', str(e))
+      self.assertIn("'", str(e))
+    except Exception as e:  # noqa: BLE001
+      changed = config_lib.differing_fields(config.to_dict(), module.get_config('tiny').to_dict())
+      self.fail(f'{name} accepted {changed} at their smallest but did not build: '
+                f'{type(e).__name__}: {e}')
+
+
+@pytest.mark.slow
+class HostileValuesBuildTest(parameterized.TestCase):
+  """Every accepted hostile value builds and its programs trace (minutes: `-m slow`)."""
+
+  @parameterized.parameters(*[(n,) for n in experiments.EXPERIMENTS])
+  def test_every_accepted_hostile_value_builds_and_traces(self, name):
+    module = experiments.get(name)
+    failures = []
+    for field, value, config in accepted_hostile_configs(module):
+      try:
+        build(module, config, trace=True)
+      except config_lib.ConfigError as e:
+        if repr(field) not in str(e) or '\n' in str(e):
+          failures.append(f'{field}={value!r}: refused late, not by name: {e}')
+      except Exception as e:  # noqa: BLE001
+        failures.append(f'{field}={value!r}: {type(e).__name__}: {str(e)[:200]}')
+    self.assertEmpty(failures, f'{name}: accepted but did not build')
+
 
 # The launcher cases: each is a process (a JAX import, seconds), so they are few and started together
 # (`setUpClass`), each test reading its own. (name, flags, --config, the text the line must hold)
 LAUNCHES = (
     ('nan_lr', ['--config.opt.lr=nan'], 'configs/modular_addition.py:tiny', "'opt.lr'"),
     ('huge_memory', ['--config.model.hidden=2000000000'], 'configs/modular_addition.py:tiny', 'GiB'),
+    ('huge_width', ['--config.model.d_model=1048576'], 'configs/coconut.py:tiny', 'GiB'),
     ('unknown_variant', [], 'configs/modular_addition.py:tinyy', 'tinyy'),
     ('missing_config', [], 'configs/nope.py', 'nope.py'),
 )
@@ -162,6 +273,23 @@ class LauncherRefusalTest(parameterized.TestCase):
     cls.procs['empty_workdir'] = (cwd, _start([f'--config={config}', '--workdir='], cwd))
     cls.procs['unwritable'] = (None, _start([f'--config={config}',
                                              '--workdir=/proc/jaxdyn-not-writable/run'], ROOT))
+    # An earlier run's workdir, damaged (checkpoints replaced by a file) or busy (locked by a live
+    # process: this one): refused before anything is logged or changed.
+    cls.existing = {}
+    for name in ('damaged', 'busy'):
+      workdir = os.path.join(cls.tmp, name)
+      os.makedirs(workdir)
+      with open(os.path.join(workdir, 'metrics.jsonl'), 'w') as f:
+        f.write('{"step": 0, "member": 0}\n')
+      if name == 'damaged':
+        with open(os.path.join(workdir, 'checkpoints'), 'w') as f:
+          f.write('not a folder')
+      else:
+        with open(os.path.join(workdir, workdir_lock.LOCK_FILE), 'w') as f:
+          json.dump({'pid': os.getpid(), 'host': os.uname().nodename, 'started': 'now',
+                     'token': 'held'}, f)
+      cls.existing[name] = {n: open(os.path.join(workdir, n)).read() for n in os.listdir(workdir)}
+      cls.procs[name] = (None, _start([f'--config={config}', f'--workdir={workdir}'], ROOT))
 
   @classmethod
   def tearDownClass(cls):
@@ -192,6 +320,13 @@ class LauncherRefusalTest(parameterized.TestCase):
 
   def test_unwritable_workdir_is_refused(self):
     self.assertIn('cannot be written', self.refusal('unwritable'))
+
+  def test_a_damaged_or_busy_workdir_is_refused_changing_nothing(self):
+    for name, named in (('damaged', 'checkpoints should be a folder'), ('busy', 'is in use by')):
+      self.assertIn(named, self.refusal(name))
+      workdir = os.path.join(self.tmp, name)
+      self.assertEqual({n: open(os.path.join(workdir, n)).read() for n in os.listdir(workdir)},
+                       self.existing[name])
 
 
 if __name__ == '__main__':

@@ -23,6 +23,7 @@ import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxdyn.core import paths  # noqa: E402
+from jaxdyn.core.workdir_lock import WorkdirDamagedError  # noqa: E402
 
 DPI = 120
 SPLITS = ('train', 'test', 'val', 'valid', 'validation', 'eval', 'held_out')  # metric-name prefixes
@@ -39,7 +40,13 @@ def save(fig, path: str, dpi: int = DPI) -> str:
                 format=os.path.splitext(path)[1].lstrip('.') or 'png')
     paths.write_bytes(path, buffer.getvalue())
   else:
-    os.makedirs(os.path.dirname(path) or '.', exist_ok=True)
+    folder = os.path.dirname(path) or '.'
+    for damaged, kind in ((folder, 'a folder'), (path, 'a file')):
+      if os.path.exists(damaged) and os.path.isdir(damaged) != (kind == 'a folder'):
+        plt.close(fig)
+        raise WorkdirDamagedError(f'{damaged} should be {kind} but is not; move it away and run '
+                                  f'again (the records are complete: only the figures are redrawn)')
+    os.makedirs(folder, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches='tight', pad_inches=0.08)
   plt.close(fig)
   return path

@@ -24,6 +24,7 @@ from absl import logging
 
 from jaxdyn.core import paths
 from jaxdyn.core.config import ConfigError
+from jaxdyn.core.workdir_lock import WorkdirDamagedError
 
 METRICS_FILE = 'metrics.jsonl'
 _EVENT_FILES = itertools.count()
@@ -166,31 +167,64 @@ class NullWriter:
 BAD_LINES_SUFFIX = '.unreadable'
 
 
-def truncate_after(workdir: str, step: int) -> None:
-  """Drops the JSONL records written after `step` (by a run that was interrupted after it).
-
-  The kept records replace the old file atomically (`paths.replace_atomically`: a temporary file and
-  `os.replace` locally, one object write on an object store), so a kill at any instant leaves either
-  the old or the new history, never less. A line that does not read as a record (cut short, damaged)
-  is not silently dropped: it is appended to `metrics.jsonl.unreadable` and a warning names its line
-  number; the records around it are kept.
-  """
-  path = paths.join(workdir, METRICS_FILE)
-  if not paths.exists(path):
-    return
-  lines = paths.read_text(path).splitlines(keepends=True)
-  kept, bad = [], []
-  for number, line in enumerate(lines, 1):
+def _read_records(path: str) -> tuple[list[tuple[int, str, dict | None]], int]:
+  """(line number, line, its record or None where it does not read as one) of every non-blank line,
+  and the number of lines; a line that is not UTF-8 or not a JSON record with an int step is None,
+  not an error."""
+  out = []
+  raw = paths.as_path(path).read_bytes().splitlines(keepends=True)
+  for number, line_bytes in enumerate(raw, 1):
+    try:
+      line = line_bytes.decode('utf-8')
+    except UnicodeDecodeError:
+      line = line_bytes.decode('utf-8', errors='replace')
+      out.append((number, line, None))
+      continue
+    if not line.strip():
+      continue
     try:
       record = json.loads(line)
       if not isinstance(record, dict) or not isinstance(record.get('step'), int):
         raise ValueError(line)
     except ValueError:
-      if line.strip():
-        bad.append((number, line))
-      continue
-    if record['step'] <= step:
-      kept.append(line)
+      record = None
+    out.append((number, line, record))
+  return out, len(raw)
+
+
+def check_records_at(workdir: str, step: int, num_members: int) -> None:
+  """Refuses a resume from the checkpoint at `step` when metrics.jsonl lacks a readable record of
+  that step for some member (the file removed, emptied or damaged there): the records up to a
+  checkpoint are written before it, so resuming would leave a gap. Reads only; nothing changes."""
+  path = paths.join(workdir, METRICS_FILE)
+  have = set()
+  if paths.exists(path):
+    have = {r.get('member') for _, _, r in _read_records(path)[0]
+            if r is not None and r['step'] == step}
+  missing = sorted(set(range(num_members)) - have)
+  if missing:
+    raise WorkdirDamagedError(
+        f'{path} lacks the records of step {step} (members {", ".join(map(str, missing))}) that '
+        f'were written before the checkpoint of that step: the file was removed, emptied or '
+        f'damaged; restore it, or move {paths.join(workdir, "checkpoints")} away to train again '
+        f'from step 0 (nothing was changed)')
+
+
+def truncate_after(workdir: str, step: int) -> None:
+  """Drops the JSONL records written after `step` (by a run that was interrupted after it).
+
+  The kept records replace the old file atomically (`paths.replace_atomically`: a temporary file and
+  `os.replace` locally, one object write on an object store), so a kill at any instant leaves either
+  the old or the new history, never less. A line that does not read as a record (cut short, damaged,
+  not UTF-8) is not silently dropped: it is appended to `metrics.jsonl.unreadable` and a warning
+  names its line number; the records around it are kept.
+  """
+  path = paths.join(workdir, METRICS_FILE)
+  if not paths.exists(path):
+    return
+  lines, num_lines = _read_records(path)
+  kept = [line for _, line, record in lines if record is not None and record['step'] <= step]
+  bad = [(number, line) for number, line, record in lines if record is None]
   if bad:
     aside = path + BAD_LINES_SUFFIX
     previous = paths.read_text(aside) if paths.exists(aside) else ''
@@ -199,7 +233,7 @@ def truncate_after(workdir: str, step: int) -> None:
     numbers = ', '.join(str(n) for n, _ in bad)
     logging.warning('%s: line(s) %s do not read as records (cut short or damaged); kept aside in %s, '
                     'the other records are kept', path, numbers, aside)
-  if len(kept) < len(lines):
+  if len(kept) < num_lines:
     replace_atomically(path, kept)
 
 

@@ -19,6 +19,7 @@ What an object store gives, and what it does not (what the callers below rely on
 from __future__ import annotations
 
 import os
+import re
 from typing import Union
 
 from etils import epath
@@ -91,6 +92,29 @@ def replace_atomically(path: PathLike, text: str) -> None:
     f.flush()
     os.fsync(f.fileno())
   os.replace(tmp, path)
+
+
+TEMPORARY = re.compile(r'.+\.tmp-\d+$')   # `replace_atomically`'s temporary files
+
+
+def remove_temporaries(folder: PathLike) -> list[str]:
+  """Removes the temporary files `replace_atomically` left in `folder` when a rewrite was killed
+  before its `os.replace` (the old content is intact beside them); the names removed. Call it only
+  while holding the folder's lock: a live rewrite's temporary file would be removed too."""
+  if is_url(folder):
+    return []
+  folder = os.fspath(as_path(folder))
+  try:
+    names = os.listdir(folder)
+  except OSError:
+    return []
+  removed = []
+  for name in sorted(names):
+    path = os.path.join(folder, name)
+    if TEMPORARY.match(name) and os.path.isfile(path) and not os.path.islink(path):
+      os.remove(path)
+      removed.append(name)
+  return removed
 
 
 def move(src: PathLike, dst: PathLike) -> None:

@@ -179,12 +179,21 @@ class _History:
     return history
 
   def _diverged_in_prefix(self) -> None:
-    """Members whose training loss was already non-finite in a resumed run's records."""
+    """Members whose training loss was already non-finite in a resumed run's records: NaN at the
+    last step (a diverged member stays NaN), diverged from the first step of that trailing NaN run.
+    An isolated NaN earlier is a record that is missing (set aside as unreadable), not a
+    divergence."""
     losses = self.records.get('train/loss', {})
-    for i in sorted(losses):
-      for m in np.flatnonzero(~np.isfinite(losses[i])):
-        if self.steps[i] > 0:   # step 0 logs no training loss (NaN by alignment)
-          self.diverged.setdefault(int(m), self.steps[i])
+    indices = [i for i in sorted(losses) if self.steps[i] > 0]   # step 0 logs no training loss
+    if not indices:
+      return
+    for m in np.flatnonzero(~np.isfinite(losses[indices[-1]])):
+      first = indices[-1]
+      for i in reversed(indices):
+        if np.isfinite(losses[i][m]):
+          break
+        first = i
+      self.diverged.setdefault(int(m), self.steps[first])
 
   def arrays(self) -> dict[str, np.ndarray]:
     """{'step': (E,), name: (E, S, ...)}: every metric aligned with the steps, NaN where it was not
@@ -330,6 +339,11 @@ def train(task: Task, schedule: Schedule, workdir: str, *, mesh=None, config_jso
 def _train_locked(task: Task, schedule: Schedule, workdir: str, *, placement: program.Placement,
                   config_json: dict | None, tensorboard: bool) -> TrainResult:
   t_start = time.perf_counter()
+  if is_primary():
+    removed = paths.remove_temporaries(workdir)
+    if removed:
+      logging.warning('%s: removed %s left by a rewrite that was killed (the files they were to '
+                      'replace are intact)', workdir, ', '.join(removed))
   members = task.member_labels()
   logging.info('%s parameters per member (%d members)', f'{program.param_count(task):,}',
                task.num_members)
@@ -353,6 +367,7 @@ def _train_locked(task: Task, schedule: Schedule, workdir: str, *, placement: pr
         task.feed.restore(resume.feed_position(meta, step0, workdir))
       logging.info('resuming from %s at step %d', checkpointer.path(step0), step0)
       if is_primary():   # the records are process 0's (the others keep the steps they ran)
+        metrics_lib.check_records_at(workdir, step0, len(members))   # before anything changes
         metrics_lib.truncate_after(workdir, step0)
         history_prefix = resume.history_prefix(workdir, len(members), step0)
     else:

@@ -50,7 +50,8 @@ class WorkdirDamagedError(RuntimeError):
 
 # What a run keeps in its workdir, and the kind each must be where it exists.
 LAYOUT = {'checkpoints': 'dir', 'metrics.jsonl': 'file', LOCK_FILE: 'file', 'compile.json': 'file',
-          'compile_cache': 'dir', 'tensorboard': 'dir'}
+          'compile_cache': 'dir', 'tensorboard': 'dir', 'figures': 'dir',
+          'metrics.jsonl.unreadable': 'file'}
 
 
 def check_layout(workdir: str) -> None:
@@ -161,17 +162,38 @@ def acquire(workdir: str) -> str:
       with contextlib.suppress(FileNotFoundError):
         paths.as_path(path).unlink()
       continue
-    if not holder and paths.exists(path):
-      raise WorkdirLockedError(
-          f'workdir {workdir}: its lock file {path} is empty or unreadable (left by a launch killed '
-          f'while taking it?); if no run is using this workdir, delete {path} and run again')
-    if not holder:
+    if not holder and not paths.exists(path):
       continue   # removed between the create and the read: try again
-    same_host = holder.get('host') == socket.gethostname()
-    who = f'process {holder.get("pid")} on host {holder.get("host")} (since {holder.get("started")})'
-    hint = 'wait for it to finish or stop it' if same_host else f'if that run is dead, delete {path}'
-    raise WorkdirLockedError(f'workdir {workdir} is in use by {who}; {hint}, or use another workdir')
+    raise _busy(workdir, path, holder)
   raise WorkdirLockedError(f'workdir {workdir}: could not take the lock {path}')
+
+
+def _busy(workdir: str, path: str, holder: dict) -> WorkdirLockedError:
+  """The refusal of a workdir whose lock `holder` (empty: unreadable) is not stale."""
+  if not holder:
+    return WorkdirLockedError(
+        f'workdir {workdir}: its lock file {path} is empty or unreadable (left by a launch killed '
+        f'while taking it?); if no run is using this workdir, delete {path} and run again')
+  same_host = holder.get('host') == socket.gethostname()
+  who = f'process {holder.get("pid")} on host {holder.get("host")} (since {holder.get("started")})'
+  hint = 'wait for it to finish or stop it' if same_host else f'if that run is dead, delete {path}'
+  return WorkdirLockedError(f'workdir {workdir} is in use by {who}; {hint}, or use another workdir')
+
+
+def check_free(workdir: str) -> None:
+  """Refuses a workdir whose lock is held by a live run (or unreadable), without taking it: the
+  launcher's early check, before anything is logged or built. `acquire` decides for good."""
+  path = paths.join(workdir, LOCK_FILE)
+  if not paths.exists(path) or paths.as_path(path).is_dir():
+    return   # free, or a folder: `check_layout` names it
+  holder = _read(path)
+  if not holder:
+    time.sleep(UNREADABLE_WAIT_SECS)   # a launch may be writing it this instant
+    holder = _read(path)
+    if not holder and not paths.exists(path):
+      return
+  if not _stale(holder):
+    raise _busy(workdir, path, holder)
 
 
 def release(path: str) -> None:

@@ -339,6 +339,9 @@ def _draw(rng, sizes, count, kind, edge_prob, max_edges):
   return adj[perm], num_nodes[perm]
 
 
+MAX_STALLED_DRAWS = 20   # draws in a row without a graph on the wanted side: the split is empty
+
+
 def path_dataset(seed: int, num_graphs: int, sizes, *, heldout: bool, heldout_fraction: float = 0.1,
                  split_seed: int = 0, kind: str = 'erdos_renyi', edge_prob: float = 0.3,
                  max_edges: int | None = None) -> dict[str, np.ndarray]:
@@ -353,7 +356,7 @@ def path_dataset(seed: int, num_graphs: int, sizes, *, heldout: bool, heldout_fr
   n_max = max(sizes)
   max_edges = n_max * (n_max - 1) // 2 if max_edges is None else max_edges
   rng = np.random.default_rng(seed)
-  adj_parts, size_parts, have = [], [], 0
+  adj_parts, size_parts, have, stalled = [], [], 0, 0
   while have < num_graphs:
     want = max(64, int(1.3 * (num_graphs - have) / max(heldout_fraction if heldout else
                                                          1 - heldout_fraction, 1e-3)))
@@ -362,6 +365,12 @@ def path_dataset(seed: int, num_graphs: int, sizes, *, heldout: bool, heldout_fr
     adj_parts.append(adj[keep])
     size_parts.append(num_nodes[keep])
     have += int(keep.sum())
+    stalled = 0 if keep.any() else stalled + 1
+    if stalled == MAX_STALLED_DRAWS:
+      raise RuntimeError(f'{MAX_STALLED_DRAWS} draws of {want} graphs gave no graph on the '
+                         f'{"held-out" if heldout else "training"} side of the split '
+                         f'(heldout_fraction={heldout_fraction}, sizes={sizes}; {have} of '
+                         f'{num_graphs} found)')
   adj = np.concatenate(adj_parts)[:num_graphs]
   num_nodes = np.concatenate(size_parts)[:num_graphs]
   dist = bfs_distances(adj)

@@ -192,12 +192,15 @@ def root_depths(parents: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
   return longest, nearest
 
 
+MAX_DRAWS = 100_000   # graphs drawn for one question before the law is declared unsatisfiable
+
+
 def sample_question(rng: np.random.Generator, spec: Spec) -> dict:
   """One question (graph, entity, answer, distractor, chain) as python objects; redraws until the
   graph has an answer leaf at min_hops..max_steps hops, a distractor leaf that is not a root (with
   `match_depth`, one whose longest path from a root and distance to the nearest root equal some
   answer's), at most max_edges edges."""
-  while True:
+  for _ in range(MAX_DRAWS):
     n = int(rng.integers(spec.min_nodes, spec.max_nodes + 1))
     parents, labels, _ = sample_dag(rng, n, spec.parent_rate, spec.p_only, spec.depth_weight)
     children: list[list[int]] = [[] for _ in range(n)]
@@ -227,6 +230,8 @@ def sample_question(rng: np.random.Generator, spec: Spec) -> dict:
     return dict(parents=parents, children=children, labels=labels, dist=dist, target=target,
                 distractor=distractor, path=path, num_nodes=n, num_edges=num_edges,
                 num_shortest=count_shortest_paths(children, dist, 0, target))
+  raise RuntimeError(f'no question of the law {spec} in {MAX_DRAWS} graphs drawn (an answer leaf '
+                     f'min_hops..max_steps away, a distractor, at most max_edges edges)')
 
 
 def make_dataset(seed: int, size: int, spec: Spec) -> dict[str, np.ndarray]:

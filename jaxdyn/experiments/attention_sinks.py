@@ -52,7 +52,6 @@ from jaxdyn.data import attention_sinks as data_lib
 from jaxdyn.data import bigram_backcopy as bb
 from jaxdyn.data import text
 from jaxdyn.models import attention_sinks as model_lib
-from jaxdyn.models import streaming
 from jaxdyn.models import transformer
 
 # StreamingLLM's Table (slide "Understanding Attention Sinks: Pre-train with a Dedicated Attention
@@ -170,87 +169,101 @@ VARIANTS = {'tiny': _tiny, 'pythia_shape': _pythia_shape, 'bigram_backcopy': _bi
             'bigram_backcopy_tiny': _bigram_backcopy_tiny}
 
 
+C = config_lib
+
+
+def _kjv(rule):
+  """A relation that binds only when the source is the KJV text (bigram_backcopy ignores it)."""
+  return lambda source, *values: source != 'kjv' or rule(*values)
+
+
+def _bigram(rule):
+  """A relation that binds only for data.source='bigram_backcopy'."""
+  return lambda source, *values: source != 'bigram_backcopy' or rule(*values)
+
+
+def _caches_fit(num_sinks, cache, seq_len) -> bool:
+  """Each k+(C−k) of stream.num_sinks leaves the window a slot (`streaming.CacheSpec.of_size`)."""
+  return all(k < (cache or seq_len) for k in num_sinks)
+
+
+# Every field's domain (the base groups' come from `experiment.base_domains`); `check_values` adds
+# the rules that read the text (windows and streams fit in the held-out split).
+DOMAINS = {
+    'variant': C.one_of(*model_lib.VARIANTS),
+    'data.source': C.one_of('kjv', 'bigram_backcopy'),
+    'data.controls': C.predicate(
+        lambda cs: len(cs) > 0 and len(set(cs)) == len(cs) and set(cs) <= set(CONTROLS),
+        f'must be distinct names from {", ".join(CONTROLS)}'),
+    'data.bigram.num_tokens': C.at_least(3, hi=1 << 16),
+    'data.bigram.triggers': C.positive(1 << 16),
+    'data.bigram.concentration': C.positive(C.MAX_SCALE),
+    'data.bigram.table_seed': C.between(0, 2**31 - 1),
+    'data.bigram.eval_seed': C.between(0, 2**31 - 2),   # the streams use eval_seed + 1
+    'data.tokenizer': C.one_of('bytes', 'words'),
+    'data.crop_start': C.one_of('random', 'newline'),
+    'data.vocab_size': C.at_least(2, hi=1 << 20),   # <unk> and one word at least
+    'data.held_out_fraction': C.between(0, 1, open_lo=True, open_hi=True),
+    'data.seq_len': C.positive(1 << 20), 'data.batch_size': C.positive(1 << 20),
+    'data.eval_windows': C.positive(1 << 20), 'data.attention_windows': C.positive(1 << 20),
+    'model.num_layers': C.positive(1024), 'model.d_model': C.positive(1 << 20),
+    'model.num_heads': C.positive(1 << 12), 'model.multiple_of': C.positive(1 << 20),
+    'model.mlp': C.one_of('swiglu', 'none'),
+    'opt.lr': C.positive(C.MAX_SCALE), 'opt.wd': C.nonnegative(C.MAX_SCALE),
+    'opt.b1': C.between(0, 1, open_hi=True), 'opt.b2': C.between(0, 1, open_hi=True),
+    'opt.eps': C.positive(C.MAX_SCALE), 'opt.warmup_fraction': C.between(0, 1, open_hi=True),
+    'opt.clip': C.nonnegative(C.MAX_SCALE),
+    'stream.cache_size': C.nonnegative(1 << 20),
+    'stream.num_sinks': C.nonnegative(1 << 20).nonempty_list(),
+    'stream.length_factor': C.positive(1 << 16), 'stream.num_streams': C.positive(1 << 16),
+    'stream.recompute': C.ANY, 'stream.dense': C.ANY,
+    'stream.bins': C.positive(1 << 16),
+    'analysis.sink_threshold': C.between(0, 1),
+    'sweep.lr': C.positive(C.MAX_SCALE), 'sweep.wd': C.nonnegative(C.MAX_SCALE),
+}
+RELATIONS = (
+    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
+               'model.num_heads must divide model.d_model'),
+    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: (d // h) % 2 == 0,
+               'RoPE needs an even head dimension (model.d_model / model.num_heads)'),
+    C.relation(('data.attention_windows', 'data.eval_windows'), lambda a, e: a <= e,
+               'data.attention_windows must be <= data.eval_windows'),
+    C.relation(('stream.num_sinks', 'stream.cache_size', 'data.seq_len'), _caches_fit,
+               'each stream.num_sinks must be < the cache (stream.cache_size, 0: data.seq_len): '
+               'the window needs at least one slot'),
+    C.relation(('data.source', 'data.crop_start', 'data.tokenizer'),
+               _kjv(lambda start, tok: start == 'random' or tok == 'bytes'),
+               "data.crop_start='newline' needs data.tokenizer='bytes' (words drop the newlines)"),
+    C.relation(('data.source', 'variant'), _bigram(lambda v: v == 'vanilla'),
+               'bigram_backcopy trains the vanilla decoder; the sink token is a control '
+               '(data.controls)'),
+    C.relation(('data.source', 'data.bigram.triggers', 'data.bigram.num_tokens'),
+               _bigram(lambda k, n: k < n - 1),
+               'data.bigram.triggers must be < data.bigram.num_tokens - 1'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  config_lib.require_choice(config, 'variant', model_lib.VARIANTS)
-  config_lib.require_choice(config, 'data.tokenizer', ('bytes', 'words'))
-  config_lib.require_choice(config, 'data.source', ('kjv', 'bigram_backcopy'))
-  config_lib.require_choice(config, 'model.mlp', ('swiglu', 'none'))
-  if config.data.source == 'bigram_backcopy':
-    check_bigram(config)
+  """Rules beyond `DOMAINS` and `RELATIONS`: the held-out windows and streams of the KJV text fit
+  in its held-out split (read from the text)."""
+  if config.data.source != 'kjv':
     return
-  config_lib.require(not config.sweep.lr and not config.sweep.wd, 'sweep', config.sweep.to_dict(),
-                     "sweep.lr / sweep.wd are read by data.source='bigram_backcopy' only")
-  config_lib.require_choice(config, 'data.crop_start', ('random', 'newline'))
-  config_lib.require(config.data.crop_start == 'random' or config.data.tokenizer == 'bytes',
-                     'data.crop_start', config.data.crop_start,
-                     "'newline' needs data.tokenizer='bytes' (words drop the newlines)")
-  config_lib.require(config.data.vocab_size >= 2, 'data.vocab_size', config.data.vocab_size,
-                     'must be >= 2 (<unk> and one word)')
-  config_lib.require_positive(config, 'data.seq_len', 'data.batch_size', 'data.eval_windows',
-                              'data.attention_windows', 'model.num_layers', 'model.d_model',
-                              'model.num_heads', 'model.multiple_of', 'opt.lr',
-                              'stream.length_factor', 'stream.num_streams', 'stream.bins')
-  config_lib.require_nonnegative(config, 'opt.wd', 'opt.clip', 'stream.cache_size',
-                                 'stream.num_sinks')
-  config_lib.require(0 <= config.opt.warmup_fraction < 1, 'opt.warmup_fraction',
-                     config.opt.warmup_fraction, 'must be in [0, 1)')
-  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.num_heads',
-                     config.model.num_heads, f'must divide d_model {config.model.d_model}')
-  config_lib.require((config.model.d_model // config.model.num_heads) % 2 == 0, 'model.num_heads',
-                     config.model.num_heads, 'must leave an even head dimension (RoPE)')
-  size = cache_size(config)
-  for k in config.stream.num_sinks:   # each k+(C−k) must leave the window a slot
-    try:
-      streaming.CacheSpec.of_size(k, size)
-    except config_lib.ConfigError as e:
-      config_lib.require(False, 'stream.num_sinks', tuple(config.stream.num_sinks), str(e))
-  config_lib.require(config.data.attention_windows <= config.data.eval_windows,
-                     'data.attention_windows', config.data.attention_windows,
-                     f'must be <= data.eval_windows={config.data.eval_windows}')
-  config_lib.require(0 < config.data.held_out_fraction < 1, 'data.held_out_fraction',
-                     config.data.held_out_fraction, 'must be in (0, 1)')
   held_out = kjv_tokens(config).held_out
   try:
     held_out_windows(config, config.data.eval_windows)
   except ValueError as e:
-    config_lib.require(False, 'data.eval_windows', config.data.eval_windows, str(e))
+    _refuse_together(config, ('data.eval_windows', 'data.seq_len', 'data.held_out_fraction'), e)
   try:
     held_out_streams(config)
   except ValueError as e:
-    config_lib.require(False, 'stream.length_factor', config.stream.length_factor,
-                       f'{e}; the held-out split has {len(held_out)} tokens')
+    _refuse_together(config, ('stream.length_factor', 'stream.num_streams', 'stream.cache_size',
+                              'data.held_out_fraction'),
+                     f'{e}; the held-out split has {len(held_out)} tokens')
 
 
-def check_bigram(config: ml_collections.ConfigDict) -> None:
-  """The value rules of `data.source='bigram_backcopy'`."""
-  b = config.data.bigram
-  config_lib.require(config.variant == 'vanilla', 'variant', config.variant,
-                     "bigram_backcopy trains the vanilla decoder; the sink token is a control "
-                     "(data.controls)")
-  config_lib.require(len(config.data.controls) > 0 and set(config.data.controls) <= set(CONTROLS),
-                     'data.controls', tuple(config.data.controls),
-                     f'a non-empty subset of {CONTROLS}')
-  config_lib.require_positive(config, 'data.seq_len', 'data.batch_size', 'data.eval_windows',
-                              'data.attention_windows', 'model.num_layers', 'model.d_model',
-                              'model.num_heads', 'opt.lr', 'stream.length_factor',
-                              'stream.num_streams', 'stream.bins', 'data.bigram.concentration')
-  config_lib.require(all(x > 0 for x in config.sweep.lr), 'sweep.lr', tuple(config.sweep.lr),
-                     'learning rates must be > 0')
-  config_lib.require(all(x >= 0 for x in config.sweep.wd), 'sweep.wd', tuple(config.sweep.wd),
-                     'weight decays must be >= 0')
-  config_lib.require(0 < b.triggers < b.num_tokens - 1, 'data.bigram.triggers', b.triggers,
-                     f'must be in [1, num_tokens − 1 = {b.num_tokens - 1})')
-  config_lib.require(config.data.attention_windows <= config.data.eval_windows,
-                     'data.attention_windows', config.data.attention_windows,
-                     f'must be <= data.eval_windows={config.data.eval_windows}')
-  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.num_heads',
-                     config.model.num_heads, f'must divide d_model {config.model.d_model}')
-  for k in config.stream.num_sinks:
-    try:
-      streaming.CacheSpec.of_size(k, cache_size(config))
-    except config_lib.ConfigError as e:
-      config_lib.require(False, 'stream.num_sinks', tuple(config.stream.num_sinks), str(e))
+def _refuse_together(config, fields, why) -> None:
+  named = ' and '.join(f'{f!r} = {config_lib.get_field(config, f)!r}' for f in fields)
+  raise config_lib.ConfigError(f'config fields {named} are invalid together: {why}')
 
 
 def make_optimizer(config: ml_collections.ConfigDict, lr=None,
@@ -391,7 +404,7 @@ def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> d
 
 EXPERIMENT = experiment.Experiment(
     name='attention_sinks', schema=default_config, variants=VARIANTS, check=check_values,
-    build_task=build_task, report=report,
+    domains=DOMAINS, relations=RELATIONS, build_task=build_task, report=report,
     parts=experiment.Parts(
         models=('jaxdyn/models/attention_sinks.py', 'jaxdyn/models/streaming.py',
                 'jaxdyn/models/transformer.py'),

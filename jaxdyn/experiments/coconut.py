@@ -239,37 +239,60 @@ def spec(config) -> prosqa.Spec:
                      num_entities=d.num_entities, num_concepts=d.num_concepts)
 
 
+C = config_lib
+
+# Every field's domain (the base groups' come from `experiment.base_domains`). The sizes' upper
+# bounds keep a mistyped value from building a host dataset or a sequence that cannot fit.
+DOMAINS = {
+    'methods': C.predicate(
+        lambda ms: len(ms) > 0 and len(set(ms)) == len(ms) and all(m in model_lib.METHODS
+                                                                    for m in ms),
+        f'must be distinct names from {", ".join(model_lib.METHODS)}'),
+    'data.min_nodes': C.at_least(3, hi=256), 'data.max_nodes': C.at_least(3, hi=256),
+    'data.parent_rate': C.between(0, 64, open_lo=True),
+    'data.p_only': C.between(0, 0.5),
+    'data.depth_weight': C.nonnegative(1e6),
+    'data.min_hops': C.positive(256), 'data.max_steps': C.positive(256),
+    'data.answer': C.one_of(*prosqa.ANSWER_CHOICES),
+    'data.format': C.one_of(*FORMATS), 'data.tokenizer': C.ANY, 'model.pretrained': C.ANY,
+    'data.match_depth': C.ANY,
+    'data.max_edges': C.at_least(2, hi=256 * 255 // 2),
+    'data.num_entities': C.positive(10**4), 'data.num_concepts': C.positive(10**5),
+    'data.num_train': C.positive(10**7), 'data.num_val': C.positive(10**6),
+    'data.num_test': C.positive(10**6),
+    'data.seed': C.between(0, 2**31 - 3),   # train, val and test use seed, seed + 1, seed + 2
+    'data.batch_size': C.positive(10**6),
+    'curriculum.c_thought': C.positive(256), 'curriculum.max_latent_stage': C.nonnegative(256),
+    'curriculum.epochs_per_stage': C.positive(), 'curriculum.stage0_epochs': C.nonnegative(),
+    'curriculum.reset_optimizer': C.one_of(*RESETS),
+    'curriculum.step_tokens': C.one_of(*STEP_TOKENS),
+    'curriculum.stage_mix': C.between(0, 1),
+    'model.num_layers': C.positive(1024), 'model.d_model': C.positive(1 << 20),
+    'model.num_heads': C.positive(1 << 12),
+    'opt.lr': C.positive(C.MAX_SCALE), 'opt.wd': C.nonnegative(C.MAX_SCALE),
+    'opt.b1': C.between(0, 1, open_hi=True), 'opt.b2': C.between(0, 1, open_hi=True),
+    'opt.eps': C.positive(C.MAX_SCALE),
+    'eval.max_new_tokens': C.predicate(lambda n: n == 0 or 3 <= n <= 1 << 16,
+                                       'must be 0 (automatic) or in [3, 65536] (### answer <eos>)'),
+}
+RELATIONS = (
+    C.relation(('data.min_nodes', 'data.max_nodes'), lambda lo, hi: lo <= hi,
+               'data.min_nodes must be <= data.max_nodes'),
+    C.relation(('data.num_concepts', 'data.max_nodes'), lambda c, n: c >= n - 1,
+               'data.num_concepts must be >= data.max_nodes - 1 (distinct tokens per graph)'),
+    C.relation(('data.min_hops', 'data.max_steps'), lambda h, s: h <= s,
+               'data.min_hops must be <= data.max_steps'),
+    C.relation(('data.batch_size', 'data.num_train'), lambda b, n: b <= n,
+               'data.batch_size must be <= data.num_train'),
+    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
+               'model.num_heads must divide model.d_model'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  methods = tuple(config.methods)
-  config_lib.require(len(methods) > 0 and len(set(methods)) == len(methods)
-                     and all(m in model_lib.METHODS for m in methods), 'methods', methods,
-                     f'must be distinct names from {", ".join(model_lib.METHODS)}')
+  """Rules beyond `DOMAINS` and `RELATIONS`: the text format's (a BPE vocabulary, statement
+  steps, the entity names it has)."""
   d = config.data
-  config_lib.require(3 <= d.min_nodes <= d.max_nodes, 'data.min_nodes', d.min_nodes,
-                     f'must be in [3, data.max_nodes={d.max_nodes}]')
-  config_lib.require(d.num_concepts >= d.max_nodes - 1, 'data.num_concepts', d.num_concepts,
-                     f'must be >= data.max_nodes - 1 = {d.max_nodes - 1}')
-  config_lib.require(0 <= d.p_only <= 0.5, 'data.p_only', d.p_only, 'must be in [0, 0.5]')
-  config_lib.require_choice(config, 'data.answer', prosqa.ANSWER_CHOICES)
-  config_lib.require(1 <= d.min_hops <= d.max_steps, 'data.min_hops', d.min_hops,
-                     f'must be in [1, data.max_steps={d.max_steps}]')
-  config_lib.require_positive(config, 'data.parent_rate', 'data.max_edges', 'data.num_entities',
-                              'data.num_train', 'data.num_val', 'data.num_test', 'data.batch_size',
-                              'curriculum.c_thought', 'curriculum.epochs_per_stage',
-                              'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr')
-  config_lib.require_nonnegative(config, 'data.depth_weight', 'curriculum.max_latent_stage',
-                                 'curriculum.stage0_epochs',
-                                 'opt.wd', 'eval.max_new_tokens')
-  config_lib.require(d.batch_size <= d.num_train, 'data.batch_size', d.batch_size,
-                     f'must be <= data.num_train={d.num_train}')
-  config_lib.require_choice(config, 'curriculum.reset_optimizer', RESETS)
-  config_lib.require_choice(config, 'curriculum.step_tokens', STEP_TOKENS)
-  config_lib.require(0 <= config.curriculum.stage_mix <= 1, 'curriculum.stage_mix',
-                     config.curriculum.stage_mix, 'must be in [0, 1]')
-  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
-                     config.model.d_model, 'must be a multiple of model.num_heads')
-  config_lib.require_choice(config, 'data.format', FORMATS)
   config_lib.require(d.format == 'text' or not (d.tokenizer or config.model.pretrained),
                      'data.format', d.format,
                      "must be 'text' with data.tokenizer or model.pretrained (a BPE vocabulary)")
@@ -282,9 +305,6 @@ def check_values(config: ml_collections.ConfigDict) -> None:
   config_lib.require(d.format == 'symbolic' or d.num_entities <= len(prosqa_text.ENTITY_NAMES),
                      'data.num_entities', d.num_entities,
                      f"must be <= {len(prosqa_text.ENTITY_NAMES)} with data.format='text'")
-  config_lib.require(config.eval.max_new_tokens == 0 or config.eval.max_new_tokens >= 3,
-                     'eval.max_new_tokens', config.eval.max_new_tokens,
-                     'must be 0 (automatic) or >= 3 (### answer <eos>)')
 
 
 def max_latents(config) -> int:
@@ -422,9 +442,15 @@ def datasets(config) -> dict[str, dict[str, np.ndarray]]:
   if key in _DATASETS:
     return _DATASETS[key]
   d, s = config.data, spec(config)
-  out = {name: prosqa.make_dataset(d.seed + i, size, s)
-         for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
-                                           ('test', d.num_test)))}
+  try:
+    out = {name: prosqa.make_dataset(d.seed + i, size, s)
+           for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
+                                             ('test', d.num_test)))}
+  except RuntimeError as e:   # the graph law admits no question: refused by name
+    fields = ('data.min_nodes', 'data.max_nodes', 'data.parent_rate', 'data.p_only',
+              'data.depth_weight', 'data.min_hops', 'data.max_steps', 'data.max_edges')
+    named = ' and '.join(f'{f!r} = {config_lib.get_field(config, f)!r}' for f in fields)
+    raise config_lib.ConfigError(f'config fields {named} are invalid together: {e}') from None
   if config.curriculum.step_tokens == 'node':
     for split in out.values():
       split['steps'] = model_lib.node_steps(split['steps'])
@@ -586,7 +612,7 @@ def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict
 
 EXPERIMENT = experiment.Experiment(
     name='coconut', schema=default_config, variants=VARIANTS, check=check_values,
-    build_task=build_task, report=write_report,
+    domains=DOMAINS, relations=RELATIONS, build_task=build_task, report=write_report,
     parts=experiment.Parts(
         models=('jaxdyn/models/coconut.py', 'jaxdyn/models/transformer.py'),
         data=('jaxdyn/data/prosqa.py', 'jaxdyn/data/prosqa_text.py'),

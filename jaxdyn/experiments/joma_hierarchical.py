@@ -91,6 +91,12 @@ VARIANTS = {'tiny': _tiny, 'paper': _paper}
 C = config_lib
 
 
+def _max_tokens(num_children: int, n0: int, vocab_size: int) -> int:
+  """The most distinct tokens a class can emit: its num_children units of layer 1 reach at most
+  min(num_children², n0) units of layer 0, each num_children tokens of the vocabulary − 1."""
+  return min(num_children * min(num_children ** 2, n0), vocab_size - 1)
+
+
 def _subsets(n: int, k: int) -> int:
   """The distinct k-subsets of n units (`data.joma.LatentTree` draws each unit's children so)."""
   return math.comb(n, k) if 0 <= k <= n else 0
@@ -119,12 +125,15 @@ RELATIONS = (
                lambda c, n1, k: c <= _subsets(n1, k),
                'data.num_classes need as many distinct data.num_children-subsets of the data.n1 '
                'units'),
+    C.relation(('data.seq_len', 'data.num_children', 'data.n0', 'data.vocab_size'),
+               lambda t, k, n0, v: t >= _max_tokens(k, n0, v),
+               'data.seq_len must hold the most tokens a class can emit: num_children · '
+               'min(num_children², n0), at most vocab_size - 1'),
 )
 
 
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """Rules beyond `DOMAINS` and `RELATIONS`: none (a class emitting more than data.seq_len tokens is
-  refused when its tree is drawn)."""
+  """Rules beyond `DOMAINS` and `RELATIONS`: none."""
   del config
 
 

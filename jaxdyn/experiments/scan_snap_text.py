@@ -18,6 +18,7 @@ normalised by the uniform causal value ln(t + 1).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -102,10 +103,24 @@ RELATIONS = (
 )
 
 
+@functools.lru_cache(maxsize=2)
+def _num_words(punctuation: bool) -> int:
+  return len(text.split_words(text.load_kjv_text(), punctuation))
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """Rules beyond `DOMAINS` and `RELATIONS`: none (the held-out windows are counted when the text
-  is split, `held_out_windows`)."""
-  del config
+  """Rules beyond `DOMAINS` and `RELATIONS`: the held-out windows fit in the held-out split of the
+  text (its length counted as the task splits it, `text.kjv_splits`)."""
+  d = config.data
+  n = _num_words(d.punctuation)
+  held_out = n - len(text.held_out_split(np.arange(n), d.held_out_fraction)[0])
+  try:
+    text.eval_windows(np.zeros(held_out, np.int32), d.eval_windows, d.seq_len,
+                      stride=d.seq_len + 1)
+  except ValueError as e:
+    fields = ('data.eval_windows', 'data.seq_len', 'data.held_out_fraction')
+    named = ' and '.join(f'{f!r} = {config_lib.get_field(config, f)!r}' for f in fields)
+    raise config_lib.ConfigError(f'config fields {named} are invalid together: {e}') from None
 
 
 def decoder_config(config: ml_collections.ConfigDict, vocab_size: int) -> transformer.DecoderConfig:

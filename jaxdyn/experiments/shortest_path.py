@@ -165,8 +165,15 @@ def datasets(config) -> tuple[dict, dict]:
   d = config.data
   kw = dict(sizes=tuple(d.sizes), heldout_fraction=d.heldout_fraction, split_seed=d.seed,
             kind=d.kind, edge_prob=d.edge_prob, max_edges=d.max_edges)
-  return (graphs.path_dataset(2 * d.seed, d.num_train, heldout=False, **kw),
-          graphs.path_dataset(2 * d.seed + 1, d.num_heldout, heldout=True, **kw))
+  try:
+    return (graphs.path_dataset(2 * d.seed, d.num_train, heldout=False, **kw),
+            graphs.path_dataset(2 * d.seed + 1, d.num_heldout, heldout=True, **kw))
+  except RuntimeError as e:   # the generator's law gives no (or too few) graphs: refused by name
+    fields = ('data.kind', 'data.edge_prob', 'data.max_edges', 'data.sizes',
+              'data.heldout_fraction')
+    named = ' and '.join(f'{f!r} = {config_lib.get_field(config, f)!r}' for f in fields)
+    raise config_lib.ConfigError(f'config fields {named} are invalid together: the graphs they '
+                                 f'ask for cannot be drawn: {e}') from None
 
 
 def make_model(config) -> transformer.Decoder:

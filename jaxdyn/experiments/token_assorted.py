@@ -148,42 +148,64 @@ def _long(c: ml_collections.ConfigDict) -> None:
 VARIANTS = {'tiny': _tiny, 'long': _long, 'paper': _paper}
 
 
+C = config_lib
+
+
+def _enough_questions(modulus: int, num_digits: int, num_train: int, num_heldout: int) -> bool:
+  """p^n distinct questions hold twice the training and held-out ones (drawn without repeats)."""
+  return modulus ** min(num_digits, 64) >= 2 * (num_train + num_heldout)
+
+
+# Every field's domain (the base groups' come from `experiment.base_domains`).
+DOMAINS = {
+    'data.modulus': C.at_least(2, hi=1 << 12), 'data.num_digits': C.positive(1 << 12),
+    'data.chunk_len': C.positive(1 << 12), 'data.num_train': C.positive(10**7),
+    'data.num_heldout': C.positive(10**6),
+    'data.seed': C.between(0, 2**30 - 1),   # the questions use seeds 2 · seed and 2 · seed + 1
+    'data.batch_size': C.positive(1 << 20),
+    'vqvae.num_codes': C.positive(1 << 20), 'vqvae.code_dim': C.positive(1 << 16),
+    'vqvae.hidden': C.positive(1 << 20), 'vqvae.beta': C.nonnegative(C.MAX_SCALE),
+    'vqvae.codebook_init_scale': C.positive(C.MAX_SCALE),
+    'vqvae.revive': C.nonnegative(C.MAX_SCALE), 'vqvae.lr': C.positive(C.MAX_SCALE),
+    'vqvae.batch_size': C.positive(1 << 20), 'vqvae.steps': C.positive(),
+    'vqvae.eval_every': C.positive(),
+    'mix.max_chunks': C.nonnegative(1 << 12),
+    'eval.budget': C.nonnegative(1 << 12), 'eval.code_accuracy': C.ANY,
+    'compare': C.predicate(lambda ms: len(ms) > 0 and len(set(ms)) == len(ms)
+                           and all(m in MODES for m in ms),
+                           f'must be distinct modes of {", ".join(MODES)}'),
+    'model.num_layers': C.positive(1024), 'model.d_model': C.positive(1 << 20),
+    'model.num_heads': C.positive(1 << 12), 'model.positions': C.one_of('rope', 'learned'),
+    'opt.name': C.one_of(*factory.OPTIMIZERS), 'opt.lr': C.positive(C.MAX_SCALE),
+    'opt.wd': C.nonnegative(C.MAX_SCALE), 'opt.b1': C.between(0, 1, open_hi=True),
+    'opt.b2': C.between(0, 1, open_hi=True), 'opt.eps': C.positive(C.MAX_SCALE),
+    'opt.momentum': C.between(0, 1, open_hi=True),
+}
+RELATIONS = (
+    C.relation(('data.chunk_len', 'data.num_digits'), lambda L, n: n % L == 0,
+               'data.chunk_len must divide data.num_digits (the trace is cut into whole chunks)'),
+    C.relation(('data.modulus', 'data.num_digits', 'data.num_train', 'data.num_heldout'),
+               _enough_questions,
+               'data.modulus^data.num_digits distinct questions must be at least twice '
+               'data.num_train + data.num_heldout'),
+    C.relation(('data.batch_size', 'data.num_train'), lambda b, n: b <= n,
+               'data.batch_size must be <= data.num_train'),
+    C.relation(('eval.budget', 'data.num_digits'), lambda k, n: k <= n,
+               'eval.budget must be <= data.num_digits (0: off)'),
+    C.relation(('mix.max_chunks', 'data.num_digits', 'data.chunk_len'),
+               lambda m, n, L: m <= n // L,
+               'mix.max_chunks must be <= the trace\'s data.num_digits / data.chunk_len chunks'),
+    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
+               'model.num_heads must divide model.d_model'),
+    C.relation(('model.d_model', 'model.num_heads', 'model.positions'),
+               lambda d, h, p: p != 'rope' or (d // h) % 2 == 0,
+               'RoPE needs an even head dimension (model.d_model / model.num_heads)'),
+)
+
+
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
-  d = config.data
-  config_lib.require(d.modulus >= 2, 'data.modulus', d.modulus, 'must be >= 2')
-  config_lib.require_positive(config, 'data.num_digits', 'data.chunk_len', 'data.num_train',
-                              'data.num_heldout', 'data.batch_size', 'vqvae.num_codes',
-                              'vqvae.code_dim', 'vqvae.hidden', 'vqvae.lr', 'vqvae.batch_size',
-                              'vqvae.steps', 'vqvae.eval_every', 'vqvae.codebook_init_scale',
-                              'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr')
-  config_lib.require(d.num_digits % d.chunk_len == 0, 'data.chunk_len', d.chunk_len,
-                     f'must divide data.num_digits={d.num_digits} (the trace is cut into whole '
-                     f'chunks)')
-  config_lib.require(d.modulus ** d.num_digits >= 2 * (d.num_train + d.num_heldout),
-                     'data.num_train', d.num_train,
-                     f'needs at least twice as many distinct questions: {d.modulus}^{d.num_digits} '
-                     f'< 2 × (num_train + num_heldout)')
-  config_lib.require(d.batch_size <= d.num_train, 'data.batch_size', d.batch_size,
-                     f'must be <= data.num_train={d.num_train}')
-  config_lib.require_nonnegative(config, 'vqvae.beta', 'vqvae.revive', 'opt.wd')
-  chunks = d.num_digits // d.chunk_len
-  config_lib.require(0 <= config.eval.budget <= d.num_digits, 'eval.budget', config.eval.budget,
-                     f'must be in [0, data.num_digits={d.num_digits}] (0: off)')
-  config_lib.require(0 <= config.mix.max_chunks <= chunks, 'mix.max_chunks', config.mix.max_chunks,
-                     f'must be in [0, {chunks}] (the trace has data.num_digits / data.chunk_len '
-                     f'= {chunks} chunks)')
-  compare = tuple(config.compare)
-  config_lib.require(len(compare) > 0 and len(set(compare)) == len(compare)
-                     and all(m in MODES for m in compare), 'compare', compare,
-                     f'must be distinct modes of {", ".join(MODES)}')
-  config_lib.require_choice(config, 'model.positions', ('rope', 'learned'))
-  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
-  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
-                     config.model.d_model, 'must be a multiple of model.num_heads')
-  if config.model.positions == 'rope':
-    config_lib.require((config.model.d_model // config.model.num_heads) % 2 == 0, 'model.d_model',
-                       config.model.d_model, 'RoPE needs an even head dimension')
+  """Rules beyond `DOMAINS` and `RELATIONS`: none."""
+  del config
 
 
 # ----------------------------------------------------------------------------------------------
@@ -428,7 +450,7 @@ def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict
 
 EXPERIMENT = experiment.Experiment(
     name='token_assorted', schema=default_config, variants=VARIANTS, check=check_values,
-    stages=STAGES, report=write_report,
+    domains=DOMAINS, relations=RELATIONS, stages=STAGES, report=write_report,
     parts=experiment.Parts(
         models=('jaxdyn/models/vqvae.py', 'jaxdyn/models/transformer.py',
                 'jaxdyn/models/shortest_path.py'),
