@@ -248,7 +248,12 @@ def step_dots(task: task_lib.Task) -> dict[tuple, int]:
   """The matmuls (`dot_general`) of one member's lean training step (batch, loss, gradient,
   update), from its jaxpr (`core.program.step_jaxpr`): {(lhs shape, rhs shape, dimension numbers):
   how many} (a `scan`'s body counted `length` times)."""
-  closed = program.step_jaxpr(task)
+  return jaxpr_dots(program.step_jaxpr(task))
+
+
+def jaxpr_dots(closed) -> dict[tuple, int]:
+  """The `dot_general`s of a closed jaxpr: {(lhs shape, rhs shape, dimension numbers): how many} (a
+  `scan`'s body counted `length` times)."""
   dots: dict[tuple, int] = {}
 
   def visit(jaxpr, times: int) -> None:
@@ -275,6 +280,43 @@ def dot_flops(key: tuple) -> int:
 def step_matmul_flops(task: task_lib.Task) -> int:
   """FLOPs of the matmuls in one member's training step: the work a matmul peak is compared with."""
   return sum(n * dot_flops(k) for k, n in step_dots(task).items())
+
+
+def matmul_flops_of(fn: Callable, *args) -> int:
+  """FLOPs of the matmuls (`dot_general`, 2 × output × contracted size) in `fn(*args)`'s jaxpr:
+  the model FLOPs of an MFU, counted from the program rather than from a formula (a transformer's
+  forward + backward: the 6·N·tokens of its weight matmuls plus its attention's scores and
+  mixing; embedding lookups, which are gathers, and elementwise work not counted)."""
+  closed = jax.make_jaxpr(fn)(*args)
+  return sum(n * dot_flops(k) for k, n in jaxpr_dots(closed).items())
+
+
+# Peak dense matmul FLOP/s per chip (bf16, no sparsity; vendors' data sheets), by a substring of
+# `jax.Device.device_kind`, first match wins. The MFU of a float32 step is set against the same peak
+# (on NVIDIA GPUs XLA runs float32 dots as TF32 at default precision, whose peak is half of this).
+PEAK_FLOPS = (('H100', 989e12), ('H200', 989e12), ('GH200', 989e12), ('A100', 312e12),
+              ('TPU v4', 275e12), ('TPU v5 lite', 197e12), ('TPU v5e', 197e12),
+              ('TPU v5p', 459e12), ('TPU v6', 918e12))
+
+
+def peak_flops(given: float = 0.0) -> tuple[float | None, str]:
+  """The peak an MFU divides by: `given` (a benchmark's `--peak_flops`) if > 0, else the first
+  `PEAK_FLOPS` entry whose name is in device 0's kind, else None (a CPU: no peak known). Returns
+  (peak or None, a description)."""
+  kind = jax.devices()[0].device_kind
+  if given > 0:
+    return given, f'--peak_flops={given:.3g} FLOP/s ({kind})'
+  for name, peak in PEAK_FLOPS:
+    if name in kind:
+      return peak, f'{kind}: {peak / 1e12:.0f} TFLOP/s (bf16 dense, data sheet)'
+  return None, f'{kind}: peak unknown (give --peak_flops=FLOP/s)'
+
+
+def mfu(flops: float, seconds: float, peak: float | None) -> str:
+  """`flops` done in `seconds` as FLOP/s, and as a fraction of `peak` (MFU) where one is known."""
+  rate = flops / seconds
+  text = f'{rate / 1e12:.3f} TFLOP/s' if rate >= 1e11 else f'{rate / 1e9:.2f} GFLOP/s'
+  return text + (f', MFU {rate / peak:.2%}' if peak else ', MFU: peak unknown')
 
 
 def dot_timers(task: task_lib.Task, repeats: int = 5) -> dict[tuple, Callable[[], tuple]]:
