@@ -31,6 +31,7 @@ import jax
 from jax.extend import core as jex_core
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
@@ -109,6 +110,43 @@ def sweep_timer(task: task_lib.Task, steps: int, member_batch=None, evaluate: bo
     return (time.perf_counter() - t) / steps, (time.process_time() - cpu) / steps
   run()   # compile
   return run, how
+
+
+def hand_written_timer(task: task_lib.Task, steps: int) -> Callable[[], tuple[float, float]]:
+  """A timer of the same model trained by a minimal hand-written JAX loop, the baseline of the
+  trainer's overhead: member 0's parameters, optimizer and data with no member axis, `steps` steps
+  of batch (`task.get_batch`), loss and gradient (`jax.value_and_grad(task.loss_fn)`), update
+  (`task.make_optimizer`) and `optax.apply_updates` in one jitted `lax.fori_loop` (its state
+  donated), returning the last loss; no statistics, no evaluation, no finiteness check. Returns
+  (wall, CPU) seconds per step, as `sweep_timer`'s run."""
+  hp = jax.tree.map(lambda x: jnp.asarray(x)[0], task.hparams)
+  data = jax.device_put(program.with_shared(
+      None if task.data is None else jax.tree.map(lambda x: x[0], task.data), task.shared_data))
+  key = jax.random.key(int(task.hparams['seed'][0]))
+  tx = task.make_optimizer(hp)
+  params = jax.jit(task.init_params)(jax.random.fold_in(key, 0), hp)
+  data_key = jax.random.fold_in(key, 1)
+  grad_fn = jax.value_and_grad(task.loss_fn, has_aux=True)
+
+  def step(i, carry):
+    params, opt_state, _ = carry
+    (loss, _), grads = grad_fn(params, task.get_batch(data, i, data_key), hp)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, loss
+
+  @functools.partial(jax.jit, donate_argnums=0)
+  def loop(carry, start):
+    return jax.lax.fori_loop(start, start + steps, step, carry)
+
+  state = [(params, jax.jit(tx.init)(params), jnp.zeros((), jnp.float32)), 0]
+
+  def run() -> tuple[float, float]:
+    t, cpu = time.perf_counter(), time.process_time()
+    state[0] = jax.block_until_ready(loop(state[0], jnp.asarray(state[1], jnp.int32)))
+    state[1] += steps
+    return (time.perf_counter() - t) / steps, (time.process_time() - cpu) / steps
+  run()   # compile
+  return run
 
 
 class Medians(dict):
