@@ -112,13 +112,15 @@ def sweep_timer(task: task_lib.Task, steps: int, member_batch=None, evaluate: bo
   return run, how
 
 
-def hand_written_timer(task: task_lib.Task, steps: int) -> Callable[[], tuple[float, float]]:
-  """A timer of the same model trained by a minimal hand-written JAX loop, the baseline of the
-  trainer's overhead: member 0's parameters, optimizer and data with no member axis, `steps` steps
-  of batch (`task.get_batch`), loss and gradient (`jax.value_and_grad(task.loss_fn)`), update
-  (`task.make_optimizer`) and `optax.apply_updates` in one jitted `lax.fori_loop` (its state
-  donated), returning the last loss; no statistics, no evaluation, no finiteness check. Returns
-  (wall, CPU) seconds per step, as `sweep_timer`'s run."""
+def hand_written_loop(task: task_lib.Task, steps: int) -> tuple[Callable, tuple]:
+  """The same model trained by a minimal hand-written JAX loop, the baseline of the trainer's
+  overhead: member 0's parameters, optimizer and data with no member axis, `steps` steps of batch
+  (`task.get_batch`), loss and gradient (`jax.value_and_grad(task.loss_fn)`), update
+  (`task.make_optimizer`) and `optax.apply_updates` in one jitted `lax.fori_loop` (its carry
+  donated); no statistics, no evaluation, no finiteness check. Parameters and data key as
+  `core.program.init_state` makes them, so it trains member 0's trajectory. Returns (loop, carry):
+  `loop(carry, start)` runs steps start .. start + steps - 1 and returns (params, optimizer state,
+  last loss)."""
   hp = jax.tree.map(lambda x: jnp.asarray(x)[0], task.hparams)
   data = jax.device_put(program.with_shared(
       None if task.data is None else jax.tree.map(lambda x: x[0], task.data), task.shared_data))
@@ -138,7 +140,14 @@ def hand_written_timer(task: task_lib.Task, steps: int) -> Callable[[], tuple[fl
   def loop(carry, start):
     return jax.lax.fori_loop(start, start + steps, step, carry)
 
-  state = [(params, jax.jit(tx.init)(params), jnp.zeros((), jnp.float32)), 0]
+  return loop, (params, jax.jit(tx.init)(params), jnp.zeros((), jnp.float32))
+
+
+def hand_written_timer(task: task_lib.Task, steps: int) -> Callable[[], tuple[float, float]]:
+  """A timer of `hand_written_loop`'s `steps` steps, compiled and warmed up: (wall, CPU) seconds per
+  step, as `sweep_timer`'s run."""
+  loop, carry = hand_written_loop(task, steps)
+  state = [carry, 0]
 
   def run() -> tuple[float, float]:
     t, cpu = time.perf_counter(), time.process_time()
