@@ -171,7 +171,7 @@ def main(argv):
   cores = lib.cores()
   threads = (cores,) if _CORES.value else tuple(sorted({1, cores}))
   modes = ('sampled', 'fixed') if _BATCH.value == 'both' else (_BATCH.value,)
-  peak, peak_text = lib.peak_flops(_PEAK_FLOPS.value)
+  device_peak, peak_text = lib.peak_flops(_PEAK_FLOPS.value)
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
         f'{pinned}, jax {jax.__version__} on {jax.devices()[0].platform}; {lib.load()}')
   print(f'MFU peak: {peak_text}')
@@ -214,9 +214,9 @@ def main(argv):
               f'wall, {t.cpu["1 member"] / t.cpu["hand-written"]:.3f} CPU time (goal <= 1.05)')
       flops = lib.step_matmul_flops(one_task)
       print(f'  model FLOPs per step (matmuls of the step\'s jaxpr): {flops / 1e6:.2f} MFLOP; '
-            f'1 member {1 / t["1 member"]:.1f} steps/s: {lib.mfu(flops, t["1 member"], peak)}; '
+            f'1 member {1 / t["1 member"]:.1f} steps/s: {lib.mfu(flops, t["1 member"], device_peak)}; '
             f'{s} members ({how}) {1 / t["auto"]:.1f} sweep steps/s: '
-            f'{lib.mfu(s * flops, t["auto"], peak)}')
+            f'{lib.mfu(s * flops, t["auto"], device_peak)}')
       if _DOTS.value:   # CPU seconds: core-seconds, robust to the load (wall in brackets)
         c = t.cpu
         peak = lib.matmul_flops(c['matmul peak'])
