@@ -13,6 +13,14 @@ Three parts, each printed as ratios measured in the same run:
    user pays.
 3. Projector computation per refresh for one m x 4m matrix: exact SVD, Gram-eigh, randomized SVD.
 
+`--parts` picks which run (default all: 1, 1b, 2, 3). Part 2 also prints each optimizer's steps/s and
+model FLOPs utilisation: the model FLOPs of a step are the matmul FLOPs (`dot_general`) of the loss's
+forward and backward, counted from its jaxpr (`benchmarks.lib.matmul_flops_of`; the same for every
+optimizer, so GaLore's projections count as overhead, not as model work), divided by the step time
+and the device's peak (`benchmarks.lib.peak_flops`: bf16 dense peak of a known accelerator, or
+`--peak_flops`; "peak unknown" on a CPU). `--train_dtype=bfloat16` computes the decoder in bf16
+(parameters stay float32), the dtype the peak is for.
+
 "between refreshes" is the median over steps that do not recompute the projector (T = 200), "refresh
 step" the median over steps that all do (T = 1), "amortised" ((T-1) between + refresh) / T. The
 optimizers' steps are interleaved (one step of each per round, the order rotated every round), so
@@ -31,6 +39,7 @@ import numpy as np
 import optax
 from optax import contrib
 
+from benchmarks import lib
 from jaxdyn.data import text
 from jaxdyn.models import transformer
 from jaxdyn.optim import galore as galore_lib
@@ -49,6 +58,12 @@ flags.DEFINE_integer('train_heads', 4, 'Training-step part: attention heads.')
 flags.DEFINE_integer('train_seq', 128, 'Training-step part: sequence length.')
 flags.DEFINE_integer('train_batch', 8, 'Training-step part: batch size.')
 flags.DEFINE_multi_integer('svd_sizes', [256, 512], 'm for the m x 4m projector timings.')
+flags.DEFINE_list('parts', ['optimizer', 'vmapped', 'training', 'projector'],
+                  'Which parts: optimizer (1), vmapped (1b), training (2), projector (3).')
+flags.DEFINE_enum('train_dtype', 'float32', ['float32', 'bfloat16'],
+                  'Training-step part: the decoder\'s compute dtype (parameters float32).')
+flags.DEFINE_float('peak_flops', 0.0, 'Peak FLOP/s for the MFU (0: from the table of accelerators '
+                   'in benchmarks/lib.py; unknown on a CPU).')
 
 
 def make_params(width, layers):
@@ -69,11 +84,14 @@ def optimizer_only_step(tx, params):
   return step, (jax.tree.map(jnp.copy, params), tx.init(params))   # own buffers: donated
 
 
+def next_byte_loss(model, params, tokens):
+  return transformer.next_token_loss(model.apply({'params': params}, tokens[:, :-1]), tokens[:, 1:])
+
+
 def training_step(tx, model, params, tokens):
   """(jitted step, initial carry): next-byte loss, its gradient, update and apply."""
   def loss_fn(params):
-    return transformer.next_token_loss(model.apply({'params': params}, tokens[:, :-1]),
-                                       tokens[:, 1:])
+    return next_byte_loss(model, params, tokens)
 
   @functools.partial(jax.jit, donate_argnums=0)
   def step(carry):
@@ -121,7 +139,7 @@ def report(title, makers, build, period):
     out[name] = (b, amortised)
     print(f'  {name:22s} between refreshes {1e3 * b:9.3f} ms  refresh step {1e3 * r:9.2f} ms  '
           f'amortised over T {1e3 * amortised:9.3f} ms  state {state_bytes / 2**20:8.3f} MiB')
-  return out
+  return out, between
 
 
 def print_ratios(times, ours, others):
@@ -146,9 +164,22 @@ def time_call(fn, *args, repeats=3):
 def main(argv):
   del argv
   period = FLAGS.update_proj_gap
+  parts = set(FLAGS.parts)
+  unknown = parts - {'optimizer', 'vmapped', 'training', 'projector'}
+  if unknown:
+    raise app.UsageError(f'--parts: unknown {sorted(unknown)}')
   print(f'device: {jax.devices()[0].device_kind}, {jax.device_count()} device(s), T={period}, '
-        f'{FLAGS.steps} interleaved rounds (median)')
+        f'{FLAGS.steps} interleaved rounds (median); {lib.load()}')
+  if 'optimizer' in parts or 'vmapped' in parts:
+    optimizer_parts(period, parts)
+  if 'training' in parts:
+    training_part(period)
+  if 'projector' in parts:
+    projector_part()
 
+
+def optimizer_parts(period, parts):
+  """Parts 1 and 1b."""
   # 1. The optimizer step alone.
   rank = FLAGS.rank
   ours = {
@@ -167,13 +198,23 @@ def main(argv):
             # The same optimizer twice: its ratio to the first is the timing's noise floor.
             'optax.contrib.galore (control)': lambda gap: contrib.galore(1e-3, rank, gap)}
   params = make_params(FLAGS.width, FLAGS.layers)
-  times = report(
+  if 'optimizer' in parts:
+    optimizer_only(makers, ours, params, period)
+  if 'vmapped' in parts:
+    optimizer_vmapped(makers, ours, params, period)
+
+
+def optimizer_only(makers, ours, params, period):
+  rank = FLAGS.rank
+  times, _ = report(
       f'1. Optimizer step alone: {FLAGS.layers} x (({FLAGS.width}, {4 * FLAGS.width}) + '
       f'({FLAGS.width}, {FLAGS.width})) fp32 matrices, rank {rank}',
       makers, lambda tx: optimizer_only_step(tx, params), period)
   print_ratios(times, ours, ('optax.adamw', 'optax.contrib.galore'))
   print_ratios(times, ('optax.contrib.galore (control)',), ('optax.contrib.galore',))
 
+
+def optimizer_vmapped(makers, ours, params, period):
   # 1b. The same, vmapped over sweep members as the trainer runs a sweep: the refresh must stay
   # conditional (a lax.cond on the batched step count would become a select that runs the SVDs on
   # every step).
@@ -186,14 +227,17 @@ def main(argv):
     return (jax.jit(jax.vmap(step), donate_argnums=0),
             (jax.tree.map(jnp.copy, stacked), jax.vmap(tx.init)(stacked)))
 
-  times = report(f'1b. Optimizer step alone, vmapped over {members} sweep members', vmapped,
+  times, _ = report(f'1b. Optimizer step alone, vmapped over {members} sweep members', vmapped,
                  vmapped_step, period)
   print_ratios(times, ('jaxdyn galore',), ('optax.adamw',))
 
-  # 2. The full training step of the LLaMA-style decoder, the paper's recipe.
+
+def training_part(period):
+  """Part 2: the full training step of the LLaMA-style decoder, the paper's recipe; with MFU."""
   d = FLAGS.train_width
   config = transformer.llama_config(text.BYTE_VOCAB_SIZE, FLAGS.train_layers, d,
-                                    FLAGS.train_heads, max_len=FLAGS.train_seq)
+                                    FLAGS.train_heads, max_len=FLAGS.train_seq,
+                                    dtype=jnp.dtype(FLAGS.train_dtype))
   model = transformer.Decoder(config)
   tokens = jax.random.randint(jax.random.key(2), (FLAGS.train_batch, FLAGS.train_seq + 1), 0,
                               text.BYTE_VOCAB_SIZE)
@@ -207,14 +251,27 @@ def main(argv):
   }
   makers = {'optax.adamw': lambda gap: optax.adamw(1e-3, eps=1e-6), **ours}
   n_params = sum(x.size for x in jax.tree.leaves(dense))
-  times = report(
+  times, between = report(
       f'2. Training step (forward + backward + optimizer) of the LLaMA decoder: d_model {d}, '
       f'{FLAGS.train_layers} layers, {n_params / 1e6:.2f} M params, batch {FLAGS.train_batch} x '
-      f'{FLAGS.train_seq} tokens, rank {train_rank} on attention + MLP kernels',
+      f'{FLAGS.train_seq} tokens, {FLAGS.train_dtype}, rank {train_rank} on attention + MLP kernels',
       makers, lambda tx: training_step(tx, model, dense, tokens), period)
   print_ratios(times, ours, ('optax.adamw',))
+  flops = lib.matmul_flops_of(jax.grad(functools.partial(next_byte_loss, model)), dense, tokens)
+  peak, peak_text = lib.peak_flops(FLAGS.peak_flops)
+  tokens_per_step = FLAGS.train_batch * FLAGS.train_seq
+  print(f'  model FLOPs per step (matmuls of forward + backward, from the jaxpr): '
+        f'{flops / 1e9:.3f} GFLOP (6·N·tokens: {6 * n_params * tokens_per_step / 1e9:.3f} GFLOP); '
+        f'MFU peak: {peak_text}')
+  for name in makers:
+    b, amortised = float(np.median(between[name])), times[name][1]
+    print(f'  {name:22s} {1 / b:9.2f} steps/s between refreshes '
+          f'({tokens_per_step / b:10.0f} tokens/s): {lib.mfu(flops, b, peak)}; amortised over T: '
+          f'{1 / amortised:9.2f} steps/s, {lib.mfu(flops, amortised, peak)}')
 
-  # 3. Projector computation.
+
+def projector_part():
+  """Part 3: projector computation."""
   print('3. Projector computation for one m x 4m fp32 matrix, rank m/4 (best of 3):')
   for m in FLAGS.svd_sizes:
     matrix = jax.random.normal(jax.random.key(1), (m, 4 * m))

@@ -31,6 +31,7 @@ import jax
 from jax.extend import core as jex_core
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
@@ -109,6 +110,52 @@ def sweep_timer(task: task_lib.Task, steps: int, member_batch=None, evaluate: bo
     return (time.perf_counter() - t) / steps, (time.process_time() - cpu) / steps
   run()   # compile
   return run, how
+
+
+def hand_written_loop(task: task_lib.Task, steps: int) -> tuple[Callable, tuple]:
+  """The same model trained by a minimal hand-written JAX loop, the baseline of the trainer's
+  overhead: member 0's parameters, optimizer and data with no member axis, `steps` steps of batch
+  (`task.get_batch`), loss and gradient (`jax.value_and_grad(task.loss_fn)`), update
+  (`task.make_optimizer`) and `optax.apply_updates` in one jitted `lax.fori_loop` (its carry
+  donated); no statistics, no evaluation, no finiteness check. Parameters and data key as
+  `core.program.init_state` makes them, so it trains member 0's trajectory. Returns (loop, carry):
+  `loop(carry, start)` runs steps start .. start + steps - 1 and returns (params, optimizer state,
+  last loss)."""
+  hp = jax.tree.map(lambda x: jnp.asarray(x)[0], task.hparams)
+  data = jax.device_put(program.with_shared(
+      None if task.data is None else jax.tree.map(lambda x: x[0], task.data), task.shared_data))
+  key = jax.random.key(int(task.hparams['seed'][0]))
+  tx = task.make_optimizer(hp)
+  params = jax.jit(task.init_params)(jax.random.fold_in(key, 0), hp)
+  data_key = jax.random.fold_in(key, 1)
+  grad_fn = jax.value_and_grad(task.loss_fn, has_aux=True)
+
+  def step(i, carry):
+    params, opt_state, _ = carry
+    (loss, _), grads = grad_fn(params, task.get_batch(data, i, data_key), hp)
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, loss
+
+  @functools.partial(jax.jit, donate_argnums=0)
+  def loop(carry, start):
+    return jax.lax.fori_loop(start, start + steps, step, carry)
+
+  return loop, (params, jax.jit(tx.init)(params), jnp.zeros((), jnp.float32))
+
+
+def hand_written_timer(task: task_lib.Task, steps: int) -> Callable[[], tuple[float, float]]:
+  """A timer of `hand_written_loop`'s `steps` steps, compiled and warmed up: (wall, CPU) seconds per
+  step, as `sweep_timer`'s run."""
+  loop, carry = hand_written_loop(task, steps)
+  state = [carry, 0]
+
+  def run() -> tuple[float, float]:
+    t, cpu = time.perf_counter(), time.process_time()
+    state[0] = jax.block_until_ready(loop(state[0], jnp.asarray(state[1], jnp.int32)))
+    state[1] += steps
+    return (time.perf_counter() - t) / steps, (time.process_time() - cpu) / steps
+  run()   # compile
+  return run
 
 
 class Medians(dict):
@@ -248,7 +295,12 @@ def step_dots(task: task_lib.Task) -> dict[tuple, int]:
   """The matmuls (`dot_general`) of one member's lean training step (batch, loss, gradient,
   update), from its jaxpr (`core.program.step_jaxpr`): {(lhs shape, rhs shape, dimension numbers):
   how many} (a `scan`'s body counted `length` times)."""
-  closed = program.step_jaxpr(task)
+  return jaxpr_dots(program.step_jaxpr(task))
+
+
+def jaxpr_dots(closed) -> dict[tuple, int]:
+  """The `dot_general`s of a closed jaxpr: {(lhs shape, rhs shape, dimension numbers): how many} (a
+  `scan`'s body counted `length` times)."""
   dots: dict[tuple, int] = {}
 
   def visit(jaxpr, times: int) -> None:
@@ -275,6 +327,43 @@ def dot_flops(key: tuple) -> int:
 def step_matmul_flops(task: task_lib.Task) -> int:
   """FLOPs of the matmuls in one member's training step: the work a matmul peak is compared with."""
   return sum(n * dot_flops(k) for k, n in step_dots(task).items())
+
+
+def matmul_flops_of(fn: Callable, *args) -> int:
+  """FLOPs of the matmuls (`dot_general`, 2 × output × contracted size) in `fn(*args)`'s jaxpr:
+  the model FLOPs of an MFU, counted from the program rather than from a formula (a transformer's
+  forward + backward: the 6·N·tokens of its weight matmuls plus its attention's scores and
+  mixing; embedding lookups, which are gathers, and elementwise work not counted)."""
+  closed = jax.make_jaxpr(fn)(*args)
+  return sum(n * dot_flops(k) for k, n in jaxpr_dots(closed).items())
+
+
+# Peak dense matmul FLOP/s per chip (bf16, no sparsity; vendors' data sheets), by a substring of
+# `jax.Device.device_kind`, first match wins. The MFU of a float32 step is set against the same peak
+# (on NVIDIA GPUs XLA runs float32 dots as TF32 at default precision, whose peak is half of this).
+PEAK_FLOPS = (('H100', 989e12), ('H200', 989e12), ('GH200', 989e12), ('A100', 312e12),
+              ('TPU v4', 275e12), ('TPU v5 lite', 197e12), ('TPU v5e', 197e12),
+              ('TPU v5p', 459e12), ('TPU v6', 918e12))
+
+
+def peak_flops(given: float = 0.0) -> tuple[float | None, str]:
+  """The peak an MFU divides by: `given` (a benchmark's `--peak_flops`) if > 0, else the first
+  `PEAK_FLOPS` entry whose name is in device 0's kind, else None (a CPU: no peak known). Returns
+  (peak or None, a description)."""
+  kind = jax.devices()[0].device_kind
+  if given > 0:
+    return given, f'--peak_flops={given:.3g} FLOP/s ({kind})'
+  for name, peak in PEAK_FLOPS:
+    if name in kind:
+      return peak, f'{kind}: {peak / 1e12:.0f} TFLOP/s (bf16 dense, data sheet)'
+  return None, f'{kind}: peak unknown (give --peak_flops=FLOP/s)'
+
+
+def mfu(flops: float, seconds: float, peak: float | None) -> str:
+  """`flops` done in `seconds` as FLOP/s, and as a fraction of `peak` (MFU) where one is known."""
+  rate = flops / seconds
+  text = f'{rate / 1e12:.3f} TFLOP/s' if rate >= 1e11 else f'{rate / 1e9:.2f} GFLOP/s'
+  return text + (f', MFU {rate / peak:.2%}' if peak else ', MFU: peak unknown')
 
 
 def dot_timers(task: task_lib.Task, repeats: int = 5) -> dict[tuple, Callable[[], tuple]]:

@@ -12,6 +12,8 @@ import numpy as np
 
 from benchmarks import lib
 from benchmarks import modular
+from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import program
 from jaxdyn.experiments import modular_addition
 
 
@@ -36,6 +38,38 @@ class BenchLibTest(absltest.TestCase):
   def test_dot_flops_of_a_batched_contraction(self):
     dims = (((2,), (1,)), ((0,), (0,)))   # (b, m, k) x (b, k, n)
     self.assertEqual(lib.dot_flops(((3, 4, 5), (3, 5, 6), dims)), 2 * 3 * 4 * 6 * 5)
+
+  def test_matmul_flops_of_a_function(self):
+    # x @ w and its gradient wrt w: 2·4·5·6 forward, 2·4·5·6 for dW (dX is not needed)
+    f = jax.grad(lambda w, x: (x @ w).sum())
+    self.assertEqual(lib.matmul_flops_of(f, np.ones((5, 6), np.float32),
+                                         np.ones((4, 5), np.float32)), 2 * 2 * 4 * 5 * 6)
+
+  def test_peak_flops_and_mfu(self):
+    peak, text = lib.peak_flops()
+    kind = jax.devices()[0].device_kind
+    if any(name in kind for name, _ in lib.PEAK_FLOPS):
+      self.assertGreater(peak, 0)
+    else:   # a CPU: no peak known
+      self.assertIsNone(peak)
+      self.assertIn('peak unknown', text)
+      self.assertIn('peak unknown', lib.mfu(1e9, 1.0, peak))
+    self.assertEqual(lib.peak_flops(2e12)[0], 2e12)
+    self.assertEqual(lib.mfu(2e12, 2.0, 4e12), '1.000 TFLOP/s, MFU 25.00%')
+
+  def test_hand_written_loop_trains_the_trainers_trajectory(self):
+    # the overhead baseline trains member 0 as the trainer does: same init, batches and updates
+    task = _modular_task(members=1)
+    loop, carry = lib.hand_written_loop(task, 3)
+    params, _, loss = loop(carry, np.int32(0))
+    mesh = mesh_lib.make_mesh(1, 1, 1)
+    state = jax.jit(lambda: program.init_state(task))()
+    hparams = {k: np.asarray(v) for k, v in task.hparams.items()}
+    state, outs = program.build_chunk_fn(task, mesh)(state, task.data, task.shared_data,
+                                                         hparams, n_outer=1, n_inner=3)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b[0], rtol=1e-5, atol=1e-7), params,
+                 state['members']['params'])
+    np.testing.assert_allclose(loss, outs[0]['train/loss'][0, 0], rtol=1e-5)
 
   def test_fixed_batch_is_the_first_batch_every_step(self):
     task = _modular_task(batch_size=4)   # minibatches: the task's own batches change every epoch

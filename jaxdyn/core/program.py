@@ -252,6 +252,18 @@ def member_batch(task: Task, mesh, members, step, data, shared, hparams,
 # --------------------------------------------------------------------------- the chunk
 
 
+def _alone(fn):
+  """`member_step` of a 1-member sweep without a member axis to vectorise: the arguments' size-1
+  member axis dropped, the step run as written, the axis put back on its outputs. (A `vmap` over
+  the size-1 axis computes the same values but costs layout copies: 12% of a Scan & Snap step on
+  CPU, docs/benchmarks.md.)"""
+  def run(members, step, data, shared, hparams):
+    drop = lambda tree: jax.tree.map(lambda x: x[0], tree)
+    out = fn(drop(members), step, drop(data), shared, drop(hparams))
+    return jax.tree.map(lambda x: x[None], out)
+  return run
+
+
 def build_chunk_fn(task: Task, placement, *, microbatches: int = 1):
   """The jitted program: n_outer x (scan of n_inner steps, then evaluation).
 
@@ -261,14 +273,16 @@ def build_chunk_fn(task: Task, placement, *, microbatches: int = 1):
   """
   placement = _placement(task, placement)
   mesh = placement.mesh
-
-  def vstep(with_stats, batch):
-    return members_lib.over_members(
-        functools.partial(member_step, task, mesh, with_stats, microbatches),
-        (0, None, 0, None, 0), batch=batch, num_members=task.num_members,
-        sweep_devices=mesh.shape[mesh_lib.SWEEP], spmd_axis_name=mesh_lib.SWEEP)
   # Params laid out over devices (FSDP): keep the plain vmap.
   fsdp = placement.fsdp
+
+  def vstep(with_stats, batch):
+    fn = functools.partial(member_step, task, mesh, with_stats, microbatches)
+    if task.num_members == 1 and not fsdp:
+      return _alone(fn)
+    return members_lib.over_members(
+        fn, (0, None, 0, None, 0), batch=batch, num_members=task.num_members,
+        sweep_devices=mesh.shape[mesh_lib.SWEEP], spmd_axis_name=mesh_lib.SWEEP)
   rep = placement.replicated
 
   # Metrics come back replicated, so that every process (multi-host) can fetch them.
