@@ -50,7 +50,7 @@ class WorkdirDamagedError(RuntimeError):
 
 # What a run keeps in its workdir, and the kind each must be where it exists.
 LAYOUT = {'checkpoints': 'dir', 'metrics.jsonl': 'file', LOCK_FILE: 'file', 'compile.json': 'file',
-          'compile_cache': 'dir', 'tensorboard': 'dir'}
+          'compile_cache': 'dir', 'tensorboard': 'dir', 'sweep_strategy.json': 'file'}
 
 
 def check_layout(workdir: str) -> None:

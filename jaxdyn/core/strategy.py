@@ -1,0 +1,207 @@
+"""The sweep strategy: how a sweep's members run on this machine, measured once per run.
+
+A strategy is (sweep devices, members per group): the members spread over that many devices (each
+device runs its share as its own program, at the same time as the others; on a CPU host the
+launcher splits the cores into devices, `mesh.split_host_cores`), and on each device `lax.map` over
+groups of that many members, each group vmapped (None: all of the device's members vmapped;
+`core.members`). Which is fastest depends on the step and on the machine: a small step keeps every
+core busy with one member, so that S members batched cost more than S single runs, while one
+member's program may leave cores idle that a second device fills (docs/benchmarks.md). So the
+default measures it rather than guessing: `choose` compiles the chunk of each candidate
+(`candidates`: one device with `members.auto_batch`'s rule, one member at a time and all vmapped;
+the same on the most devices that divide the members), times them in interleaved rounds (median)
+and keeps the fastest. The rule's choice stays unless another is faster by `MARGIN`, and one member
+at a time on one device (the cost of separate runs, one after another) is always a candidate, so
+the choice is never measured slower than running the members separately.
+
+The choice and its timings are kept in `<workdir>/sweep_strategy.json` (`FILE`): a relaunch (a
+resume, say) of the same step on the same devices reads it and runs the same programs without
+measuring again; their compiles come from the persistent compilation cache where it is on.
+Runs too short for the measurement to pay (fewer than `MIN_MEMBER_STEPS` member-steps), a single
+member, several processes, params laid out over devices (FSDP), a mesh or `member_batch` given in
+the config, and accelerators keep the rule: one device, `members.auto_batch` (the per-member maths
+of one member at a time is bit-identical wherever it runs; all vmapped differs from it by float
+rounding, ~1e-7: see `tests/core_strategy_test.py`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import statistics
+import time
+from typing import Callable, NamedTuple
+
+from absl import logging
+import jax
+
+from jaxdyn.core import members as members_lib
+from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import paths
+from jaxdyn.core import program
+from jaxdyn.core.task import Task
+
+FILE = 'sweep_strategy.json'
+
+# Runs of fewer member-steps keep the rule: the measurement (a few compiles) would cost more than
+# the fastest strategy could save.
+MIN_MEMBER_STEPS = 20_000
+# Another strategy replaces the rule's only when its median step is at least this much faster.
+MARGIN = 0.05
+STEPS, ROUNDS = 10, 5
+
+
+class Strategy(NamedTuple):
+  """Members spread over `devices` sweep devices, `batch` of them per group on each (None: all of a
+  device's members vmapped)."""
+  devices: int
+  batch: int | None
+
+  @property
+  def member_batch(self) -> int | str:
+    """The `Task.member_batch` that runs it."""
+    return 'all' if self.batch is None else self.batch
+
+  def __str__(self) -> str:
+    how = 'all vmapped' if self.batch is None else (
+        'one at a time' if self.batch == 1 else f'groups of {self.batch}')
+    return f'{self.devices} device{"s" * (self.devices > 1)}, {how}'
+
+
+def candidates(num_members: int, devices: int, rule: Callable[[int], int | None]) -> list[Strategy]:
+  """The strategies `choose` measures, the rule's first: on one device and on the most devices (at
+  most `devices`) that divide the members, the rule's batch (`rule(local members)`), one member at
+  a time and all vmapped."""
+  spread = max(d for d in range(1, min(devices, num_members) + 1) if num_members % d == 0)
+  out = []
+  for d in sorted({1, spread}):
+    local = num_members // d
+    for batch in (rule(local), 1, None):
+      strategy = Strategy(d, None if batch is None or batch >= local else batch)
+      if strategy not in out:
+        out.append(strategy)
+  return out
+
+
+def pick(times: dict[Strategy, float], default: Strategy, margin: float = MARGIN) -> Strategy:
+  """The fastest of the measured `times` (seconds per step); `default` unless the fastest beats it
+  by `margin`."""
+  best = min(times, key=times.get)
+  return default if times[default] <= (1 + margin) * times[best] else best
+
+
+def chunk_timer(task: Task, strategy: Strategy, steps: int, state: dict | None = None
+                ) -> tuple[Callable[[], float], dict]:
+  """A function timing one dispatch of `steps` training steps of `task` (no evaluation) run as
+  `strategy`, compiled; and the state it advances, which another timer on the same devices may
+  share (`state`: its dict). Returns (timer in seconds per step, state dict)."""
+  task = dataclasses.replace(task, member_batch=strategy.member_batch, evaluate=None)
+  placement = program.Placement.create(
+      task, mesh_lib.make_mesh(task.num_members, strategy.devices, 1))
+  data, shared, hparams = placement.put(task)
+  if state is None:
+    state = {'state': jax.jit(functools.partial(program.init_state, task),
+                              out_shardings=placement.state)()}
+  compiled = program.build_chunk_fn(task, placement).lower(
+      state['state'], data, shared, hparams, n_outer=1, n_inner=steps).compile()
+
+  def run() -> float:
+    start = time.perf_counter()
+    state['state'], outs = compiled(state['state'], data, shared, hparams)
+    jax.block_until_ready((state['state'], outs))
+    return (time.perf_counter() - start) / steps
+  run()   # warm
+  return run, state
+
+
+def measure(task: Task, strategies: list[Strategy], steps: int = STEPS,
+            rounds: int = ROUNDS) -> dict[Strategy, float]:
+  """Median seconds per step of each strategy over `rounds` rounds, each round timing every one
+  once in a rotated order (a change of the machine's load hits all alike)."""
+  timers, states = {}, {}
+  for strategy in strategies:
+    timers[strategy], states[strategy.devices] = chunk_timer(task, strategy, steps,
+                                                             states.get(strategy.devices))
+  times = {s: [] for s in strategies}
+  for r in range(rounds):
+    for s in strategies[r % len(strategies):] + strategies[:r % len(strategies)]:
+      times[s].append(timers[s]())
+  return {s: statistics.median(v) for s, v in times.items()}
+
+
+def _key(task: Task, microbatches: int) -> dict:
+  """What a stored choice is valid for: the member step (its jaxpr), the members and the devices."""
+  step = str(program.step_jaxpr(task, microbatches=microbatches))
+  devices = jax.devices()
+  return {'step': hashlib.sha256(step.encode()).hexdigest()[:16], 'members': task.num_members,
+          'microbatches': microbatches, 'platform': devices[0].platform,
+          'device_kind': devices[0].device_kind, 'devices': len(devices), 'jax': jax.__version__}
+
+
+def rule(task: Task, microbatches: int = 1) -> Callable[[int], int | None]:
+  """local members -> `members.auto_batch`'s batch for this task's step: the rule 'auto' applies
+  (`program.member_batch`), from the step's largest intermediate (its jaxpr: no compile)."""
+  abstract = jax.eval_shape(functools.partial(program.init_state, task))
+  largest = program.largest_intermediate(
+      task, mesh_lib.make_mesh(task.num_members, 1, 1), abstract['members'], abstract['step'],
+      task.data, task.shared_data, task.hparams, microbatches)
+  return functools.partial(members_lib.auto_batch, largest)
+
+
+def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1,
+           min_member_steps: int = MIN_MEMBER_STEPS,
+           measure_fn: Callable[..., dict[Strategy, float]] = measure) -> Strategy:
+  """The strategy of a run of `steps` steps of `task`: read from `<workdir>/FILE` where it holds a
+  choice for the same step and devices, else measured (`measure_fn` over `candidates`) and stored
+  there; the rule's (one device, `rule`) where measuring does not pay or there is nothing to choose
+  between (module docstring)."""
+  batch_for = rule(task, microbatches)
+  default = Strategy(1, batch_for(task.num_members))
+  if task.num_members < 2 or steps * task.num_members < min_member_steps:
+    return default
+  key = _key(task, microbatches)
+  path = paths.join(workdir, FILE) if workdir else None
+  if path and paths.exists(path):
+    try:
+      stored = json.loads(paths.read_text(path))
+      if stored.get('key') == key:
+        return Strategy(*stored['choice'])
+    except (OSError, ValueError, TypeError, KeyError):
+      pass   # unreadable: measured again
+  elif path and paths.exists(paths.join(workdir, metrics_lib.METRICS_FILE)):
+    return default   # a run begun without a stored choice ran the rule: its resumption does too
+  devices = mesh_lib.host_split() or 1
+  strategies = candidates(task.num_members, devices, batch_for)
+  if len(strategies) == 1:
+    return default
+  start = time.perf_counter()
+  times = measure_fn(task, strategies)
+  choice = pick(times, default)
+  logging.info('sweep strategy: %s (measured in %.1f s, seconds per step: %s)', choice,
+               time.perf_counter() - start, ', '.join(f'{s}: {t:.3g}' for s, t in times.items()))
+  if path:
+    record = {'key': key, 'choice': list(choice), 'default': list(default),
+              'times': [[list(s), t] for s, t in times.items()]}
+    paths.makedirs(workdir)
+    paths.replace_atomically(path, json.dumps(record, indent=1) + '\n')
+  return choice
+
+
+def place(task: Task, schedule, workdir: str | None, mesh_sweep: int = -1, mesh_data: int = -1,
+          shard_params: bool = False) -> tuple[Task, program.Placement]:
+  """The task (its `member_batch` fixed) and placement a run of `schedule` uses: with the automatic
+  mesh (-1, -1), `member_batch` 'auto', one process and no FSDP, the strategy `choose` finds (on a
+  CPU host), else the mesh and member batch asked for (`mesh.make_mesh`)."""
+  automatic = (mesh_sweep == -1 and mesh_data == -1 and task.member_batch == 'auto'
+               and not shard_params and jax.process_count() == 1
+               and jax.devices()[0].platform == 'cpu')
+  if not automatic:
+    mesh = mesh_lib.make_mesh(task.num_members, mesh_sweep, mesh_data)
+    return task, program.Placement.create(task, mesh, shard_params)
+  choice = choose(task, workdir, steps=schedule.steps, microbatches=schedule.microbatches)
+  task = dataclasses.replace(task, member_batch=choice.member_batch)
+  return task, program.Placement.create(task, mesh_lib.make_mesh(task.num_members,
+                                                                  choice.devices, 1))
