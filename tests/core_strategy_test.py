@@ -4,6 +4,7 @@ the choice kept in the workdir and read on the next launch, short runs left to t
 strategies give bit-identical members. Logic only: no assertion on a timing."""
 
 import dataclasses
+import functools
 import json
 import os
 
@@ -28,13 +29,15 @@ def tiny_task(num_seeds=4):
 
 class CandidatesTest(absltest.TestCase):
 
-  def test_rule_first_then_one_at_a_time_and_vmapped_on_one_and_on_the_spread(self):
+  def test_rule_first_then_one_at_a_time_on_one_device_and_on_the_spread(self):
     self.assertEqual(strategy.candidates(8, 2, lambda local: 2),
-                     [S(1, 2), S(1, 1), S(1, None), S(2, 2), S(2, 1), S(2, None)])
+                     [S(1, 2), S(1, 1), S(2, 2), S(2, 1)])
     # the rule's batch covering a device's members is 'all vmapped'; devices divide the members
     self.assertEqual(strategy.candidates(6, 4, lambda local: None),
                      [S(1, None), S(1, 1), S(3, None), S(3, 1)])
     self.assertEqual(strategy.candidates(4, 1, lambda local: 4), [S(1, None), S(1, 1)])
+    self.assertEqual(strategy.candidates(8, 8, lambda local: 2),
+                     [S(1, 2), S(1, 1), S(8, None)])
 
   def test_member_batch(self):
     self.assertEqual(S(2, None).member_batch, 'all')
@@ -65,7 +68,7 @@ class ChooseTest(absltest.TestCase):
   def test_measured_once_then_read_from_the_workdir(self):
     task, workdir, calls = tiny_task(), self.create_tempdir().full_path, []
 
-    def fake(task, strategies):
+    def fake(task, strategies, run_steps):
       calls.append(strategies)
       return {s: 1.0 if s == S(1, 1) else 2.0 for s in strategies}
     first = strategy.choose(task, workdir, steps=100, min_member_steps=0, measure_fn=fake)
@@ -86,10 +89,13 @@ class ChooseTest(absltest.TestCase):
     self.assertLen(calls, 2)
 
   def test_short_runs_single_members_and_begun_runs_keep_the_rule(self):
-    def fail(task, strategies):
+    def fail(task, strategies, run_steps):
       raise AssertionError('measured')
     task = tiny_task()
     self.assertEqual(strategy.choose(task, None, steps=40, measure_fn=fail), S(1, None))
+    # long enough to compile the rule's, too short for the others to pay: no choice but the rule's
+    short = strategy.measure(task, strategy.candidates(4, 1, lambda local: None), run_steps=10)
+    self.assertEqual(list(short), [S(1, None)])
     self.assertEqual(strategy.choose(tiny_task(1), None, steps=10 ** 6, measure_fn=fail),
                      S(1, None))
     begun = self.create_tempdir()
@@ -99,7 +105,8 @@ class ChooseTest(absltest.TestCase):
 
   def test_a_real_measurement_picks_a_measured_candidate(self):
     workdir = self.create_tempdir().full_path
-    choice = strategy.choose(tiny_task(), workdir, steps=100, min_member_steps=0)
+    choice = strategy.choose(tiny_task(), workdir, steps=100, min_member_steps=0,
+                             measure_fn=functools.partial(strategy.measure, payback=0))
     stored = json.loads(open(os.path.join(workdir, strategy.FILE)).read())
     times = {S(*s): t for s, t in stored['times']}
     self.assertIn(choice, times)

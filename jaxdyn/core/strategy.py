@@ -8,8 +8,8 @@ groups of that many members, each group vmapped (None: all of the device's membe
 core busy with one member, so that S members batched cost more than S single runs, while one
 member's program may leave cores idle that a second device fills (docs/benchmarks.md). So the
 default measures it rather than guessing: `choose` compiles the chunk of each candidate
-(`candidates`: one device with `members.auto_batch`'s rule, one member at a time and all vmapped;
-the same on the most devices that divide the members), times them in interleaved rounds (median)
+(`candidates`: one device with `members.auto_batch`'s rule and one member at a time; the same on
+the most devices that divide the members), times them in interleaved rounds (median)
 and keeps the fastest. The rule's choice stays unless another is faster by `MARGIN`, and one member
 at a time on one device (the cost of separate runs, one after another) is always a candidate, so
 the choice is never measured slower than running the members separately.
@@ -46,9 +46,12 @@ from jaxdyn.core.task import Task
 
 FILE = 'sweep_strategy.json'
 
-# Runs of fewer member-steps keep the rule: the measurement (a few compiles) would cost more than
-# the fastest strategy could save.
-MIN_MEMBER_STEPS = 20_000
+# Runs of fewer member-steps keep the rule without a compile: the measurement (a few compiles) would
+# cost more than the fastest strategy could save;
+MIN_MEMBER_STEPS = 2_000
+# ... and so do runs that would take less than this many times what compiling the other candidates
+# costs (`measure`: the rule's compiled and timed first).
+PAYBACK = 3.0
 # Another strategy replaces the rule's only when its median step is at least this much faster.
 MARGIN = 0.05
 STEPS, ROUNDS = 10, 5
@@ -73,13 +76,13 @@ class Strategy(NamedTuple):
 
 def candidates(num_members: int, devices: int, rule: Callable[[int], int | None]) -> list[Strategy]:
   """The strategies `choose` measures, the rule's first: on one device and on the most devices (at
-  most `devices`) that divide the members, the rule's batch (`rule(local members)`), one member at
-  a time and all vmapped."""
+  most `devices`) that divide the members, the rule's batch (`rule(local members)`) and one member
+  at a time (on one device: separate runs, one after another, as a program)."""
   spread = max(d for d in range(1, min(devices, num_members) + 1) if num_members % d == 0)
   out = []
   for d in sorted({1, spread}):
     local = num_members // d
-    for batch in (rule(local), 1, None):
+    for batch in (rule(local), 1):
       strategy = Strategy(d, None if batch is None or batch >= local else batch)
       if strategy not in out:
         out.append(strategy)
@@ -117,14 +120,22 @@ def chunk_timer(task: Task, strategy: Strategy, steps: int, state: dict | None =
   return run, state
 
 
-def measure(task: Task, strategies: list[Strategy], steps: int = STEPS,
-            rounds: int = ROUNDS) -> dict[Strategy, float]:
+def measure(task: Task, strategies: list[Strategy], run_steps: int | None = None,
+            steps: int = STEPS, rounds: int = ROUNDS, payback: float = PAYBACK
+            ) -> dict[Strategy, float]:
   """Median seconds per step of each strategy over `rounds` rounds, each round timing every one
-  once in a rotated order (a change of the machine's load hits all alike)."""
+  once in a rotated order (a change of the machine's load hits all alike). The first (the rule's)
+  is compiled and timed first: where a run of `run_steps` steps of it would take less than
+  `payback` times what compiling the others costs, only it is returned (measuring would not pay)."""
   timers, states = {}, {}
-  for strategy in strategies:
+  for i, strategy in enumerate(strategies):
+    start = time.perf_counter()
     timers[strategy], states[strategy.devices] = chunk_timer(task, strategy, steps,
                                                              states.get(strategy.devices))
+    if i == 0 and run_steps is not None:
+      compile_s = time.perf_counter() - start
+      if run_steps * timers[strategy]() < payback * compile_s * (len(strategies) - 1):
+        return {strategy: timers[strategy]()}
   times = {s: [] for s in strategies}
   for r in range(rounds):
     for s in strategies[r % len(strategies):] + strategies[:r % len(strategies)]:
@@ -178,10 +189,13 @@ def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1
   if len(strategies) == 1:
     return default
   start = time.perf_counter()
-  times = measure_fn(task, strategies)
+  times = measure_fn(task, strategies, steps)
   choice = pick(times, default)
-  logging.info('sweep strategy: %s (measured in %.1f s, seconds per step: %s)', choice,
-               time.perf_counter() - start, ', '.join(f'{s}: {t:.3g}' for s, t in times.items()))
+  if len(times) == 1:
+    logging.info('sweep strategy: %s (a run too short for measuring the others to pay)', choice)
+  else:
+    logging.info('sweep strategy: %s (measured in %.1f s, seconds per step: %s)', choice,
+                 time.perf_counter() - start, ', '.join(f'{s}: {t:.3g}' for s, t in times.items()))
   if path:
     record = {'key': key, 'choice': list(choice), 'default': list(default),
               'times': [[list(s), t] for s, t in times.items()]}
