@@ -62,8 +62,7 @@ def run_part(name: str) -> None:
   case, s, steps, per_member, goal = PARTS[name]
   one, _ = case(1)
   sweep, config = case(s)
-  choice = strategy_lib.choose(sweep, None, steps=config.train.steps,
-                               microbatches=config.train.microbatches)
+  choice = strategy_lib.choose(sweep, None, microbatches=config.train.microbatches)
   rule = strategy_lib.Strategy(1, strategy_lib.rule(sweep)(s))
   timers = {'1 member': lib.sweep_timer(one, steps)[0]}
   chosen = {f'default: {choice}': choice, f'rule: {rule}': rule}
@@ -79,7 +78,7 @@ def run_part(name: str) -> None:
                                     sweep_devices=strategy.devices)[0]
   scale = s if per_member else 1
   what = f'{s} members ÷ ({s} × 1 member)' if per_member else f'{s} members ÷ 1 member'
-  print(f'\n{name}: {what}; default config ({config.train.steps} steps): strategy {choice}; '
+  print(f'\n{name}: {what}; default config: strategy {choice}; '
         f'{_ROUNDS.value} rounds x {_REPEATS.value} repeats', flush=True)
   ratios = {label: [] for label in timers if label != '1 member'}
   for r in range(_REPEATS.value):

@@ -7,6 +7,7 @@ import dataclasses
 import functools
 import json
 import os
+from unittest import mock
 
 from absl.testing import absltest
 import jax
@@ -65,48 +66,59 @@ class PickTest(absltest.TestCase):
 
 class ChooseTest(absltest.TestCase):
 
-  def test_measured_once_then_read_from_the_workdir(self):
+  def setUp(self):
+    super().setUp()
+    self.enter_context(mock.patch.dict(os.environ, {
+        strategy.CACHE_ENV: self.create_tempdir().full_path}))
+
+  def test_measured_once_then_read_from_the_workdir_and_from_the_machine(self):
     task, workdir, calls = tiny_task(), self.create_tempdir().full_path, []
 
-    def fake(task, strategies, run_steps):
+    def fake(task, strategies):
       calls.append(strategies)
       return {s: 1.0 if s == S(1, 1) else 2.0 for s in strategies}
-    first = strategy.choose(task, workdir, steps=100, min_member_steps=0, measure_fn=fake)
+    first = strategy.choose(task, workdir, min_step_flops=0, measure_fn=fake)
     self.assertEqual(first, S(1, 1))
     self.assertLen(calls, 1)
     self.assertEqual(calls[0][0], strategy.Strategy(1, None))   # the rule's: d = 7 fits the cache
     stored = json.loads(open(os.path.join(workdir, strategy.FILE)).read())
     self.assertEqual(stored['choice'], [1, 1])
     # the second launch reads it: no measurement
-    self.assertEqual(strategy.choose(task, workdir, steps=100, min_member_steps=0,
-                                     measure_fn=fake), first)
+    self.assertEqual(strategy.choose(task, workdir, min_step_flops=0, measure_fn=fake), first)
+    # a fresh workdir on the same machine: the machine's choice, no measurement
+    other_dir = self.create_tempdir().full_path
+    self.assertEqual(strategy.choose(task, other_dir, min_step_flops=0, measure_fn=fake), first)
+    self.assertTrue(os.path.exists(os.path.join(other_dir, strategy.FILE)))
     self.assertLen(calls, 1)
     # another step (another width): measured again
     other = modular_addition.get_config('tiny')
     other.num_seeds, other.model.hidden = 4, 32
-    strategy.choose(modular_addition.build_task(other), workdir, steps=100, min_member_steps=0,
-                    measure_fn=fake)
+    strategy.choose(modular_addition.build_task(other), workdir, min_step_flops=0, measure_fn=fake)
     self.assertLen(calls, 2)
 
-  def test_short_runs_single_members_and_begun_runs_keep_the_rule(self):
-    def fail(task, strategies, run_steps):
+  def test_small_steps_single_members_and_begun_runs_keep_the_rule(self):
+    def fail(task, strategies):
       raise AssertionError('measured')
     task = tiny_task()
-    self.assertEqual(strategy.choose(task, None, steps=40, measure_fn=fail), S(1, None))
-    # long enough to compile the rule's, too short for the others to pay: no choice but the rule's
-    short = strategy.measure(task, strategy.candidates(4, 1, lambda local: None), run_steps=10)
-    self.assertEqual(list(short), [S(1, None)])
-    self.assertEqual(strategy.choose(tiny_task(1), None, steps=10 ** 6, measure_fn=fail),
+    self.assertLess(strategy.matmul_flops(program.step_jaxpr(task)), strategy.MIN_STEP_FLOPS)
+    self.assertEqual(strategy.choose(task, None, measure_fn=fail), S(1, None))
+    self.assertEqual(strategy.choose(tiny_task(1), None, min_step_flops=0, measure_fn=fail),
                      S(1, None))
     begun = self.create_tempdir()
     begun.create_file('metrics.jsonl', '{}\n')
-    self.assertEqual(strategy.choose(task, begun.full_path, steps=100, min_member_steps=0,
-                                     measure_fn=fail), S(1, None))
+    self.assertEqual(strategy.choose(task, begun.full_path, min_step_flops=0, measure_fn=fail),
+                     S(1, None))
+
+  def test_matmul_flops_of_the_modular_step(self):
+    config = modular_addition.get_config()   # d = 23, q = 512: three n x q x d matmuls
+    task = modular_addition.build_task(config)
+    n = task.data['train_inputs'].shape[1]
+    self.assertEqual(strategy.matmul_flops(program.step_jaxpr(task)), 6 * n * 512 * 23)
 
   def test_a_real_measurement_picks_a_measured_candidate(self):
     workdir = self.create_tempdir().full_path
-    choice = strategy.choose(tiny_task(), workdir, steps=100, min_member_steps=0,
-                             measure_fn=functools.partial(strategy.measure, payback=0))
+    choice = strategy.choose(tiny_task(), workdir, min_step_flops=0,
+                             measure_fn=functools.partial(strategy.measure, steps=2, rounds=2))
     stored = json.loads(open(os.path.join(workdir, strategy.FILE)).read())
     times = {S(*s): t for s, t in stored['times']}
     self.assertIn(choice, times)

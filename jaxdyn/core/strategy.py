@@ -16,12 +16,16 @@ the choice is never measured slower than running the members separately.
 
 The choice and its timings are kept in `<workdir>/sweep_strategy.json` (`FILE`): a relaunch (a
 resume, say) of the same step on the same devices reads it and runs the same programs without
-measuring again; their compiles come from the persistent compilation cache where it is on.
-Runs too short for the measurement to pay (fewer than `MIN_MEMBER_STEPS` member-steps), a single
+measuring again (their compiles come from the persistent compilation cache where it is on); and in
+this machine's cache (`machine_cache`), so that a second run of the same config on the same machine
+runs the programs the first one measured, without measuring. That matters for the records: lax.map
+groups of any size give each member the bits of one member at a time, but all vmapped and the
+members spread over devices each round differently (by ~1e-7 relative; `tests/core_strategy_test.py`),
+so a measured choice other than the rule's changes a run's records in their last bits, and two
+launches must not choose differently.
+Steps with fewer than `MIN_STEP_FLOPS` matmul FLOPs per member (every `:tiny` config), a single
 member, several processes, params laid out over devices (FSDP), a mesh or `member_batch` given in
-the config, and accelerators keep the rule: one device, `members.auto_batch` (the per-member maths
-of one member at a time is bit-identical wherever it runs; all vmapped differs from it by float
-rounding, ~1e-7: see `tests/core_strategy_test.py`).
+the config, and accelerators keep the rule without measuring: one device, `members.auto_batch`.
 """
 
 from __future__ import annotations
@@ -30,12 +34,15 @@ import dataclasses
 import functools
 import hashlib
 import json
+import math
+import os
 import statistics
 import time
 from typing import Callable, NamedTuple
 
 from absl import logging
 import jax
+from jax.extend import core as jax_core
 
 from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
@@ -45,13 +52,12 @@ from jaxdyn.core import program
 from jaxdyn.core.task import Task
 
 FILE = 'sweep_strategy.json'
+CACHE_ENV = 'JAXDYN_STRATEGY_CACHE'
 
-# Runs of fewer member-steps keep the rule without a compile: the measurement (a few compiles) would
-# cost more than the fastest strategy could save;
-MIN_MEMBER_STEPS = 2_000
-# ... and so do runs that would take less than this many times what compiling the other candidates
-# costs (`measure`: the rule's compiled and timed first).
-PAYBACK = 3.0
+# Steps with fewer matmul FLOPs per member keep the rule without a measurement: on them a sweep's
+# cost is dispatch overhead that no strategy changes much, and the measurement (a few compiles)
+# would cost more than a run of such a step (the `:tiny` configs are all far below).
+MIN_STEP_FLOPS = 5_000_000
 # Another strategy replaces the rule's only when its median step is at least this much faster.
 MARGIN = 0.05
 STEPS, ROUNDS = 10, 5
@@ -120,22 +126,14 @@ def chunk_timer(task: Task, strategy: Strategy, steps: int, state: dict | None =
   return run, state
 
 
-def measure(task: Task, strategies: list[Strategy], run_steps: int | None = None,
-            steps: int = STEPS, rounds: int = ROUNDS, payback: float = PAYBACK
-            ) -> dict[Strategy, float]:
+def measure(task: Task, strategies: list[Strategy], steps: int = STEPS,
+            rounds: int = ROUNDS) -> dict[Strategy, float]:
   """Median seconds per step of each strategy over `rounds` rounds, each round timing every one
-  once in a rotated order (a change of the machine's load hits all alike). The first (the rule's)
-  is compiled and timed first: where a run of `run_steps` steps of it would take less than
-  `payback` times what compiling the others costs, only it is returned (measuring would not pay)."""
+  once in a rotated order (a change of the machine's load hits all alike)."""
   timers, states = {}, {}
-  for i, strategy in enumerate(strategies):
-    start = time.perf_counter()
+  for strategy in strategies:
     timers[strategy], states[strategy.devices] = chunk_timer(task, strategy, steps,
                                                              states.get(strategy.devices))
-    if i == 0 and run_steps is not None:
-      compile_s = time.perf_counter() - start
-      if run_steps * timers[strategy]() < payback * compile_s * (len(strategies) - 1):
-        return {strategy: timers[strategy]()}
   times = {s: [] for s in strategies}
   for r in range(rounds):
     for s in strategies[r % len(strategies):] + strategies[:r % len(strategies)]:
@@ -143,13 +141,32 @@ def measure(task: Task, strategies: list[Strategy], run_steps: int | None = None
   return {s: statistics.median(v) for s, v in times.items()}
 
 
+def matmul_flops(jaxpr) -> int:
+  """FLOPs of the matmuls of a (closed) jaxpr: 2 x output size x contracted size per dot_general,
+  a scan's body times its length."""
+  total = 0
+  for eqn in jaxpr.jaxpr.eqns if hasattr(jaxpr, 'jaxpr') else jaxpr.eqns:
+    if eqn.primitive.name == 'dot_general':
+      (contract, _), _ = eqn.params['dimension_numbers']
+      lhs = eqn.invars[0].aval.shape
+      total += 2 * math.prod(eqn.outvars[0].aval.shape) * math.prod(lhs[i] for i in contract)
+    times = eqn.params.get('length', 1) if eqn.primitive.name == 'scan' else 1
+    for sub in jax_core.jaxprs_in_params(eqn.params):
+      total += times * matmul_flops(sub)
+  return total
+
+
 def _key(task: Task, microbatches: int) -> dict:
-  """What a stored choice is valid for: the member step (its jaxpr), the members and the devices."""
+  """What a stored choice is valid for: the member step (its jaxpr), the members and the devices;
+  'hash' names it."""
   step = str(program.step_jaxpr(task, microbatches=microbatches))
   devices = jax.devices()
-  return {'step': hashlib.sha256(step.encode()).hexdigest()[:16], 'members': task.num_members,
-          'microbatches': microbatches, 'platform': devices[0].platform,
-          'device_kind': devices[0].device_kind, 'devices': len(devices), 'jax': jax.__version__}
+  key = {'step': hashlib.sha256(step.encode()).hexdigest()[:16], 'members': task.num_members,
+         'microbatches': microbatches, 'platform': devices[0].platform,
+         'device_kind': devices[0].device_kind, 'devices': len(devices),
+         'split': mesh_lib.host_split(), 'jax': jax.__version__}
+  key['hash'] = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+  return key
 
 
 def rule(task: Task, microbatches: int = 1) -> Callable[[int], int | None]:
@@ -162,43 +179,70 @@ def rule(task: Task, microbatches: int = 1) -> Callable[[int], int | None]:
   return functools.partial(members_lib.auto_batch, largest)
 
 
-def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1,
-           min_member_steps: int = MIN_MEMBER_STEPS,
+def machine_cache() -> str:
+  """The folder of this machine's measured choices: $JAXDYN_STRATEGY_CACHE, else
+  ~/.cache/jaxdyn/sweep_strategy."""
+  return os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser('~'), '.cache', 'jaxdyn',
+                                                   'sweep_strategy')
+
+
+def _stored(path: str | None, key: dict) -> Strategy | None:
+  """The choice stored at `path` for `key`, if any (an unreadable file holds none)."""
+  if not path or not paths.exists(path):
+    return None
+  try:
+    stored = json.loads(paths.read_text(path))
+    return Strategy(*stored['choice']) if stored.get('key') == key else None
+  except (OSError, ValueError, TypeError, KeyError):
+    return None
+
+
+def choose(task: Task, workdir: str | None, *, microbatches: int = 1,
+           min_step_flops: int = MIN_STEP_FLOPS,
            measure_fn: Callable[..., dict[Strategy, float]] = measure) -> Strategy:
-  """The strategy of a run of `steps` steps of `task`: read from `<workdir>/FILE` where it holds a
-  choice for the same step and devices, else measured (`measure_fn` over `candidates`) and stored
-  there; the rule's (one device, `rule`) where measuring does not pay or there is nothing to choose
-  between (module docstring)."""
+  """The strategy of a run of `task` (module docstring), in this order: the choice stored in
+  `<workdir>/FILE` for the same step and devices (a relaunch); the rule's (one device, `rule`) where
+  a run began in the workdir without one (it ran the rule), for a single member, and for a step of
+  fewer than `min_step_flops` matmul FLOPs; this machine's stored choice for the same step and
+  devices (`machine_cache`: two launches of one config run the same programs, so their records
+  agree to the bit); else measured (`measure_fn` over `candidates`, `pick`). A choice found or
+  measured is stored in both places."""
   batch_for = rule(task, microbatches)
   default = Strategy(1, batch_for(task.num_members))
-  if task.num_members < 2 or steps * task.num_members < min_member_steps:
+  if task.num_members < 2:
     return default
   key = _key(task, microbatches)
   path = paths.join(workdir, FILE) if workdir else None
-  if path and paths.exists(path):
-    try:
-      stored = json.loads(paths.read_text(path))
-      if stored.get('key') == key:
-        return Strategy(*stored['choice'])
-    except (OSError, ValueError, TypeError, KeyError):
-      pass   # unreadable: measured again
-  elif path and paths.exists(paths.join(workdir, metrics_lib.METRICS_FILE)):
+  choice = _stored(path, key)
+  if choice is not None:
+    return choice
+  if path and paths.exists(paths.join(workdir, metrics_lib.METRICS_FILE)):
     return default   # a run begun without a stored choice ran the rule: its resumption does too
-  devices = mesh_lib.host_split() or 1
-  strategies = candidates(task.num_members, devices, batch_for)
-  if len(strategies) == 1:
+  if matmul_flops(program.step_jaxpr(task, microbatches=microbatches)) < min_step_flops:
     return default
-  start = time.perf_counter()
-  times = measure_fn(task, strategies, steps)
-  choice = pick(times, default)
-  if len(times) == 1:
-    logging.info('sweep strategy: %s (a run too short for measuring the others to pay)', choice)
-  else:
-    logging.info('sweep strategy: %s (measured in %.1f s, seconds per step: %s)', choice,
+  shared = os.path.join(machine_cache(), key['hash'] + '.json')
+  choice = _stored(shared, key)
+  record = None
+  if choice is None:
+    strategies = candidates(task.num_members, mesh_lib.host_split() or 1, batch_for)
+    if len(strategies) == 1:
+      return default
+    start = time.perf_counter()
+    times = measure_fn(task, strategies)
+    choice = pick(times, default)
+    logging.info('sweep strategy: %s (measured in %.1f s; seconds per step: %s)', choice,
                  time.perf_counter() - start, ', '.join(f'{s}: {t:.3g}' for s, t in times.items()))
-  if path:
     record = {'key': key, 'choice': list(choice), 'default': list(default),
               'times': [[list(s), t] for s, t in times.items()]}
+    try:
+      os.makedirs(machine_cache(), exist_ok=True)
+      paths.replace_atomically(shared, json.dumps(record, indent=1) + '\n')
+    except OSError as e:
+      logging.warning('could not store the sweep strategy in %s: %s', shared, e)
+  else:
+    logging.info('sweep strategy: %s (measured earlier on this machine: %s)', choice, shared)
+    record = json.loads(paths.read_text(shared))
+  if path:
     paths.makedirs(workdir)
     paths.replace_atomically(path, json.dumps(record, indent=1) + '\n')
   return choice
@@ -215,7 +259,7 @@ def place(task: Task, schedule, workdir: str | None, mesh_sweep: int = -1, mesh_
   if not automatic:
     mesh = mesh_lib.make_mesh(task.num_members, mesh_sweep, mesh_data)
     return task, program.Placement.create(task, mesh, shard_params)
-  choice = choose(task, workdir, steps=schedule.steps, microbatches=schedule.microbatches)
+  choice = choose(task, workdir, microbatches=schedule.microbatches)
   task = dataclasses.replace(task, member_batch=choice.member_batch)
   return task, program.Placement.create(task, mesh_lib.make_mesh(task.num_members,
                                                                   choice.devices, 1))
