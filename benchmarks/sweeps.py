@@ -62,7 +62,8 @@ def run_part(name: str) -> None:
   case, s, steps, per_member, goal = PARTS[name]
   one, _ = case(1)
   sweep, config = case(s)
-  choice = strategy_lib.choose(sweep, None, microbatches=config.train.microbatches)
+  choice = strategy_lib.choose(sweep, None, steps=config.train.steps,
+                               microbatches=config.train.microbatches)
   rule = strategy_lib.Strategy(1, strategy_lib.rule(sweep)(s))
   timers = {'1 member': lib.sweep_timer(one, steps)[0]}
   chosen = {f'default: {choice}': choice, f'rule: {rule}': rule}

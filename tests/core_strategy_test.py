@@ -20,6 +20,8 @@ from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import modular_addition
 
 S = strategy.Strategy
+# choose() measuring whatever the step and the run's length
+ANY = dict(steps=1, min_step_flops=0, min_run_flops=0)
 
 
 def tiny_task(num_seeds=4):
@@ -77,23 +79,24 @@ class ChooseTest(absltest.TestCase):
     def fake(task, strategies):
       calls.append(strategies)
       return {s: 1.0 if s == S(1, 1) else 2.0 for s in strategies}
-    first = strategy.choose(task, workdir, min_step_flops=0, measure_fn=fake)
+    first = strategy.choose(task, workdir, **ANY, measure_fn=fake)
     self.assertEqual(first, S(1, 1))
     self.assertLen(calls, 1)
     self.assertEqual(calls[0][0], strategy.Strategy(1, None))   # the rule's: d = 7 fits the cache
     stored = json.loads(open(os.path.join(workdir, strategy.FILE)).read())
     self.assertEqual(stored['choice'], [1, 1])
     # the second launch reads it: no measurement
-    self.assertEqual(strategy.choose(task, workdir, min_step_flops=0, measure_fn=fake), first)
-    # a fresh workdir on the same machine: the machine's choice, no measurement
+    self.assertEqual(strategy.choose(task, workdir, **ANY, measure_fn=fake), first)
+    # a fresh workdir on the same machine, even a run too short to measure: the machine's choice
     other_dir = self.create_tempdir().full_path
-    self.assertEqual(strategy.choose(task, other_dir, min_step_flops=0, measure_fn=fake), first)
+    self.assertEqual(strategy.choose(task, other_dir, steps=1, min_step_flops=0,
+                                     measure_fn=fake), first)
     self.assertTrue(os.path.exists(os.path.join(other_dir, strategy.FILE)))
     self.assertLen(calls, 1)
     # another step (another width): measured again
     other = modular_addition.get_config('tiny')
     other.num_seeds, other.model.hidden = 4, 32
-    strategy.choose(modular_addition.build_task(other), workdir, min_step_flops=0, measure_fn=fake)
+    strategy.choose(modular_addition.build_task(other), workdir, **ANY, measure_fn=fake)
     self.assertLen(calls, 2)
 
   def test_small_steps_single_members_and_begun_runs_keep_the_rule(self):
@@ -101,12 +104,14 @@ class ChooseTest(absltest.TestCase):
       raise AssertionError('measured')
     task = tiny_task()
     self.assertLess(strategy.matmul_flops(program.step_jaxpr(task)), strategy.MIN_STEP_FLOPS)
-    self.assertEqual(strategy.choose(task, None, measure_fn=fail), S(1, None))
-    self.assertEqual(strategy.choose(tiny_task(1), None, min_step_flops=0, measure_fn=fail),
+    self.assertEqual(strategy.choose(task, None, steps=10 ** 9, measure_fn=fail), S(1, None))
+    self.assertEqual(strategy.choose(task, None, steps=40, min_step_flops=0, measure_fn=fail),
+                     S(1, None))
+    self.assertEqual(strategy.choose(tiny_task(1), None, **ANY, measure_fn=fail),
                      S(1, None))
     begun = self.create_tempdir()
     begun.create_file('metrics.jsonl', '{}\n')
-    self.assertEqual(strategy.choose(task, begun.full_path, min_step_flops=0, measure_fn=fail),
+    self.assertEqual(strategy.choose(task, begun.full_path, **ANY, measure_fn=fail),
                      S(1, None))
 
   def test_matmul_flops_of_the_modular_step(self):
@@ -117,7 +122,7 @@ class ChooseTest(absltest.TestCase):
 
   def test_a_real_measurement_picks_a_measured_candidate(self):
     workdir = self.create_tempdir().full_path
-    choice = strategy.choose(tiny_task(), workdir, min_step_flops=0,
+    choice = strategy.choose(tiny_task(), workdir, **ANY,
                              measure_fn=functools.partial(strategy.measure, steps=2, rounds=2))
     stored = json.loads(open(os.path.join(workdir, strategy.FILE)).read())
     times = {S(*s): t for s, t in stored['times']}

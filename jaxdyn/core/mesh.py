@@ -55,9 +55,9 @@ def host_split() -> int:
 def make_mesh(num_members: int, sweep_devices: int = -1, data_devices: int = -1) -> Mesh:
   """A (sweep, data) mesh over the local devices.
 
-  -1 means automatic: the sweep axis takes gcd(num_members, devices) (so the members split evenly) and
-  the data axis takes the rest; on a host whose cores `split_host_cores` made into devices, one
-  device (`core.strategy` chooses the spread of a sweep).
+  -1 means automatic: the sweep axis takes gcd(num_members, devices) (so the members split evenly)
+  and the data axis takes the rest; on a host whose cores `split_host_cores` made into devices,
+  one device (`core.strategy` chooses the spread of a sweep).
   """
   if host_split():
     sweep_devices = 1 if sweep_devices == -1 else sweep_devices

@@ -18,14 +18,15 @@ The choice and its timings are kept in `<workdir>/sweep_strategy.json` (`FILE`):
 resume, say) of the same step on the same devices reads it and runs the same programs without
 measuring again (their compiles come from the persistent compilation cache where it is on); and in
 this machine's cache (`machine_cache`), so that a second run of the same config on the same machine
-runs the programs the first one measured, without measuring. That matters for the records: lax.map
-groups of any size give each member the bits of one member at a time, but all vmapped and the
-members spread over devices each round differently (by ~1e-7 relative; `tests/core_strategy_test.py`),
-so a measured choice other than the rule's changes a run's records in their last bits, and two
-launches must not choose differently.
-Steps with fewer than `MIN_STEP_FLOPS` matmul FLOPs per member (every `:tiny` config), a single
-member, several processes, params laid out over devices (FSDP), a mesh or `member_batch` given in
-the config, and accelerators keep the rule without measuring: one device, `members.auto_batch`.
+runs the programs the first one measured, without measuring. That matters for the records:
+lax.map groups of any size give each member the bits of one member at a time, but all vmapped and
+the members spread over devices each round differently (~1e-7 relative;
+`tests/core_strategy_test.py`), so a measured choice other than the rule's changes a run's records
+in their last bits, and two launches must not choose differently.
+Steps with fewer than `MIN_STEP_FLOPS` matmul FLOPs per member, runs of fewer than `MIN_RUN_FLOPS`
+in all that this machine has not measured before (every `:tiny` config), a single member, several
+processes, params laid out over devices (FSDP), a mesh or `member_batch` given in the config, and
+accelerators keep the rule without measuring: one device, `members.auto_batch`.
 """
 
 from __future__ import annotations
@@ -55,9 +56,11 @@ FILE = 'sweep_strategy.json'
 CACHE_ENV = 'JAXDYN_STRATEGY_CACHE'
 
 # Steps with fewer matmul FLOPs per member keep the rule without a measurement: on them a sweep's
-# cost is dispatch overhead that no strategy changes much, and the measurement (a few compiles)
-# would cost more than a run of such a step (the `:tiny` configs are all far below).
+# cost is dispatch overhead, and the measurement (a few compiles) would cost more than the run.
 MIN_STEP_FLOPS = 5_000_000
+# So do runs of fewer matmul FLOPs in all (steps x members x a step's), unless this machine has
+# measured the step before: ~10 s of this machine's matmuls, less than the measurement costs.
+MIN_RUN_FLOPS = 10 ** 12
 # Another strategy replaces the rule's only when its median step is at least this much faster.
 MARGIN = 0.05
 STEPS, ROUNDS = 10, 5
@@ -197,15 +200,16 @@ def _stored(path: str | None, key: dict) -> Strategy | None:
     return None
 
 
-def choose(task: Task, workdir: str | None, *, microbatches: int = 1,
-           min_step_flops: int = MIN_STEP_FLOPS,
+def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1,
+           min_step_flops: int = MIN_STEP_FLOPS, min_run_flops: int = MIN_RUN_FLOPS,
            measure_fn: Callable[..., dict[Strategy, float]] = measure) -> Strategy:
-  """The strategy of a run of `task` (module docstring), in this order: the choice stored in
-  `<workdir>/FILE` for the same step and devices (a relaunch); the rule's (one device, `rule`) where
-  a run began in the workdir without one (it ran the rule), for a single member, and for a step of
-  fewer than `min_step_flops` matmul FLOPs; this machine's stored choice for the same step and
-  devices (`machine_cache`: two launches of one config run the same programs, so their records
-  agree to the bit); else measured (`measure_fn` over `candidates`, `pick`). A choice found or
+  """The strategy of a run of `steps` steps of `task` (module docstring), in this order: the choice
+  stored in `<workdir>/FILE` for the same step and devices (a relaunch); the rule's (one device,
+  `rule`) where a run began in the workdir without one (it ran the rule), for a single member, and
+  for a step of fewer than `min_step_flops` matmul FLOPs; this machine's stored choice for the same
+  step and devices (`machine_cache`: a second launch of one config runs the programs the first
+  measured, so their records agree to the bit); the rule's for a run of fewer than
+  `min_run_flops`; else measured (`measure_fn` over `candidates`, `pick`). A choice found or
   measured is stored in both places."""
   batch_for = rule(task, microbatches)
   default = Strategy(1, batch_for(task.num_members))
@@ -218,11 +222,13 @@ def choose(task: Task, workdir: str | None, *, microbatches: int = 1,
     return choice
   if path and paths.exists(paths.join(workdir, metrics_lib.METRICS_FILE)):
     return default   # a run begun without a stored choice ran the rule: its resumption does too
-  if matmul_flops(program.step_jaxpr(task, microbatches=microbatches)) < min_step_flops:
+  flops = matmul_flops(program.step_jaxpr(task, microbatches=microbatches))
+  if flops < min_step_flops:
     return default
   shared = os.path.join(machine_cache(), key['hash'] + '.json')
   choice = _stored(shared, key)
-  record = None
+  if choice is None and steps * task.num_members * flops < min_run_flops:
+    return default
   if choice is None:
     strategies = candidates(task.num_members, mesh_lib.host_split() or 1, batch_for)
     if len(strategies) == 1:
@@ -259,7 +265,7 @@ def place(task: Task, schedule, workdir: str | None, mesh_sweep: int = -1, mesh_
   if not automatic:
     mesh = mesh_lib.make_mesh(task.num_members, mesh_sweep, mesh_data)
     return task, program.Placement.create(task, mesh, shard_params)
-  choice = choose(task, workdir, microbatches=schedule.microbatches)
+  choice = choose(task, workdir, steps=schedule.steps, microbatches=schedule.microbatches)
   task = dataclasses.replace(task, member_batch=choice.member_batch)
   return task, program.Placement.create(task, mesh_lib.make_mesh(task.num_members,
                                                                   choice.devices, 1))
