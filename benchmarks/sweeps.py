@@ -6,10 +6,10 @@ with no flag, as `launch/train.py` runs it.
 
 Like the launcher, the process first splits the host's cores into CPU devices
 (`mesh.split_host_cores`; `--split=false`: one device), then asks `strategy.choose` for the
-strategy of each experiment's default config (its calibration, a few seconds of compiles, is logged
-with what it measured), and times, in interleaved rounds (`benchmarks.lib.interleaved`: every
-program once per round, order rotated, median), seconds per training step of the trainer's chunk
-(compilation and evaluation excluded) of
+strategy of each experiment's default config (measured afresh: the machine's stored choice is not
+read; its calibration, a few seconds of compiles, is printed with what it measured), and times,
+in interleaved rounds (`benchmarks.lib.interleaved`: every program once per round, order rotated,
+median), seconds per training step of the trainer's chunk (compilation and evaluation excluded) of
   * 1 member; the S-member sweep as the default runs it (the chosen strategy); the rule alone
     (one device, `members.auto_batch`: the default before the strategy was measured); with
     `--candidates`, every strategy `choose` measured;
@@ -23,8 +23,11 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+import tempfile
+import time
+from unittest import mock
 
-from absl import app, flags, logging
+from absl import app, flags
 import jax
 
 from benchmarks import lib
@@ -62,8 +65,18 @@ def run_part(name: str) -> None:
   case, s, steps, per_member, goal = PARTS[name]
   one, _ = case(1)
   sweep, config = case(s)
-  choice = strategy_lib.choose(sweep, None, steps=config.train.steps,
-                               microbatches=config.train.microbatches)
+  measured = {}
+
+  def measure(task, strategies):
+    measured.update(strategy_lib.measure(task, strategies))
+    return measured
+  start = time.perf_counter()
+  with mock.patch.dict(os.environ, {strategy_lib.CACHE_ENV: tempfile.mkdtemp()}):
+    choice = strategy_lib.choose(sweep, None, steps=config.train.steps,
+                                 microbatches=config.train.microbatches, measure_fn=measure)
+  print(f'\n{name}: the default\'s calibration ({time.perf_counter() - start:.1f} s, '
+        f'{lib.load()}): ' + (', '.join(f'{c} {1e3 * t:.2f} ms' for c, t in measured.items())
+                              or 'not measured (the rule\'s)'), flush=True)
   rule = strategy_lib.Strategy(1, strategy_lib.rule(sweep)(s))
   timers = {'1 member': lib.sweep_timer(one, steps)[0]}
   chosen = {f'default: {choice}': choice, f'rule: {rule}': rule}
@@ -98,7 +111,6 @@ def run_part(name: str) -> None:
 
 def main(argv):
   del argv
-  logging.set_verbosity(logging.INFO)
   split = mesh_lib.split_host_cores() if _SPLIT.value else 0
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
         f'jax {jax.__version__}, {len(jax.devices())} {jax.devices()[0].platform} device(s)'
