@@ -159,10 +159,10 @@ def matmul_flops(jaxpr) -> int:
   return total
 
 
-def _key(task: Task, microbatches: int) -> dict:
+def _key(task: Task, microbatches: int, step_jaxpr) -> dict:
   """What a stored choice is valid for: the member step (its jaxpr), the members and the devices;
   'hash' names it."""
-  step = str(program.step_jaxpr(task, microbatches=microbatches))
+  step = str(step_jaxpr)
   devices = jax.devices()
   key = {'step': hashlib.sha256(step.encode()).hexdigest()[:16], 'members': task.num_members,
          'microbatches': microbatches, 'platform': devices[0].platform,
@@ -211,18 +211,19 @@ def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1
   measured, so their records agree to the bit); the rule's for a run of fewer than
   `min_run_flops`; else measured (`measure_fn` over `candidates`, `pick`). A choice found or
   measured is stored in both places."""
+  if task.num_members < 2:
+    return Strategy(1, None)
   batch_for = rule(task, microbatches)
   default = Strategy(1, batch_for(task.num_members))
-  if task.num_members < 2:
-    return default
-  key = _key(task, microbatches)
+  step_jaxpr = program.step_jaxpr(task, microbatches=microbatches)
+  key = _key(task, microbatches, step_jaxpr)
   path = paths.join(workdir, FILE) if workdir else None
   choice = _stored(path, key)
   if choice is not None:
     return choice
   if path and paths.exists(paths.join(workdir, metrics_lib.METRICS_FILE)):
     return default   # a run begun without a stored choice ran the rule: its resumption does too
-  flops = matmul_flops(program.step_jaxpr(task, microbatches=microbatches))
+  flops = matmul_flops(step_jaxpr)
   if flops < min_step_flops:
     return default
   shared = os.path.join(machine_cache(), key['hash'] + '.json')
@@ -257,11 +258,14 @@ def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1
 def place(task: Task, schedule, workdir: str | None, mesh_sweep: int = -1, mesh_data: int = -1,
           shard_params: bool = False) -> tuple[Task, program.Placement]:
   """The task (its `member_batch` fixed) and placement a run of `schedule` uses: with the automatic
-  mesh (-1, -1), `member_batch` 'auto', one process and no FSDP, the strategy `choose` finds (on a
-  CPU host), else the mesh and member batch asked for (`mesh.make_mesh`)."""
+  mesh (-1, -1), `member_batch` 'auto', one process and no FSDP, on a CPU host of one device or
+  whose cores the launcher split (`mesh.split_host_cores`), the strategy `choose` finds; else the
+  mesh and member batch asked for (`mesh.make_mesh`: CPU devices set by hand get the automatic mesh
+  of an accelerator host)."""
   automatic = (mesh_sweep == -1 and mesh_data == -1 and task.member_batch == 'auto'
                and not shard_params and jax.process_count() == 1
-               and jax.devices()[0].platform == 'cpu')
+               and jax.devices()[0].platform == 'cpu'
+               and (mesh_lib.host_split() or len(jax.devices()) == 1))
   if not automatic:
     mesh = mesh_lib.make_mesh(task.num_members, mesh_sweep, mesh_data)
     return task, program.Placement.create(task, mesh, shard_params)
