@@ -21,7 +21,7 @@ from jaxdyn.experiments import modular_addition
 
 S = strategy.Strategy
 # choose() measuring whatever the step and the run's length
-ANY = dict(steps=1, min_step_flops=0, min_run_flops=0)
+ANY = dict(steps=1, min_step_flops=0, min_run_flops=0, min_run_steps=0)
 
 
 def tiny_task(num_seeds=4):
@@ -106,6 +106,9 @@ class ChooseTest(absltest.TestCase):
     self.assertLess(strategy.matmul_flops(program.step_jaxpr(task)), strategy.MIN_STEP_FLOPS)
     self.assertEqual(strategy.choose(task, None, steps=10 ** 9, measure_fn=fail), S(1, None))
     self.assertEqual(strategy.choose(task, None, steps=40, min_step_flops=0, measure_fn=fail),
+                     S(1, None))
+    self.assertEqual(strategy.choose(task, None, steps=strategy.MIN_RUN_STEPS - 1,
+                                     min_step_flops=0, min_run_flops=0, measure_fn=fail),
                      S(1, None))
     self.assertEqual(strategy.choose(tiny_task(1), None, **ANY, measure_fn=fail),
                      S(1, None))

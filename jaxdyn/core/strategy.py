@@ -24,9 +24,10 @@ the members spread over devices each round differently (~1e-7 relative;
 `tests/core_strategy_test.py`), so a measured choice other than the rule's changes a run's records
 in their last bits, and two launches must not choose differently.
 Steps with fewer than `MIN_STEP_FLOPS` matmul FLOPs per member, runs of fewer than `MIN_RUN_FLOPS`
-in all that this machine has not measured before (every `:tiny` config), a single member, several
-processes, params laid out over devices (FSDP), a mesh or `member_batch` given in the config, and
-accelerators keep the rule without measuring: one device, `members.auto_batch`.
+in all or of fewer than `MIN_RUN_STEPS` steps that this machine has not measured before (every
+`:tiny` config), a single member, several processes, params laid out over devices (FSDP), a mesh or
+`member_batch` given in the config, and accelerators keep the rule without measuring: one device,
+`members.auto_batch`.
 """
 
 from __future__ import annotations
@@ -63,7 +64,12 @@ MIN_STEP_FLOPS = 5_000_000
 MIN_RUN_FLOPS = 10 ** 12
 # Another strategy replaces the rule's only when its median step is at least this much faster.
 MARGIN = 0.05
-STEPS, ROUNDS = 10, 5
+# The measurement: each candidate compiled for STEPS steps a dispatch, warmed up once, then timed
+# in ROUNDS interleaved rounds, each sample at least SAMPLE_SECONDS of dispatches.
+STEPS, ROUNDS, SAMPLE_SECONDS = 5, 3, 0.05
+# ... and runs of fewer steps keep the rule: 10 x the measurement's (4 candidates x (ROUNDS + 1)
+# samples of at least STEPS steps).
+MIN_RUN_STEPS = 10 * 4 * (ROUNDS + 1) * STEPS
 
 
 class Strategy(NamedTuple):
@@ -105,11 +111,12 @@ def pick(times: dict[Strategy, float], default: Strategy, margin: float = MARGIN
   return default if times[default] <= (1 + margin) * times[best] else best
 
 
-def chunk_timer(task: Task, strategy: Strategy, steps: int, state: dict | None = None
-                ) -> tuple[Callable[[], float], dict]:
-  """A function timing one dispatch of `steps` training steps of `task` (no evaluation) run as
-  `strategy`, compiled; and the state it advances, which another timer on the same devices may
-  share (`state`: its dict). Returns (timer in seconds per step, state dict)."""
+def chunk_timer(task: Task, strategy: Strategy, steps: int, state: dict | None = None,
+                sample_seconds: float = SAMPLE_SECONDS) -> tuple[Callable[[], float], dict]:
+  """A function timing dispatches of `steps` training steps of `task` (no evaluation) run as
+  `strategy`, compiled and warmed up (as many dispatches a sample as fill `sample_seconds`); and the
+  state they advance, which another timer on the same devices may share (`state`: its dict).
+  Returns (timer in seconds per step, state dict)."""
   task = dataclasses.replace(task, member_batch=strategy.member_batch, evaluate=None)
   placement = program.Placement.create(
       task, mesh_lib.make_mesh(task.num_members, strategy.devices, 1))
@@ -119,13 +126,15 @@ def chunk_timer(task: Task, strategy: Strategy, steps: int, state: dict | None =
                               out_shardings=placement.state)()}
   compiled = program.build_chunk_fn(task, placement).lower(
       state['state'], data, shared, hparams, n_outer=1, n_inner=steps).compile()
+  calls = [1]
 
   def run() -> float:
     start = time.perf_counter()
-    state['state'], outs = compiled(state['state'], data, shared, hparams)
-    jax.block_until_ready((state['state'], outs))
-    return (time.perf_counter() - start) / steps
-  run()   # warm
+    for _ in range(calls[0]):
+      state['state'], outs = compiled(state['state'], data, shared, hparams)
+      jax.block_until_ready((state['state'], outs))
+    return (time.perf_counter() - start) / steps / calls[0]
+  calls[0] = max(1, math.ceil(sample_seconds / (run() * steps)))   # warm-up
   return run, state
 
 
@@ -202,6 +211,7 @@ def _stored(path: str | None, key: dict) -> Strategy | None:
 
 def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1,
            min_step_flops: int = MIN_STEP_FLOPS, min_run_flops: int = MIN_RUN_FLOPS,
+           min_run_steps: int = MIN_RUN_STEPS,
            measure_fn: Callable[..., dict[Strategy, float]] = measure) -> Strategy:
   """The strategy of a run of `steps` steps of `task` (module docstring), in this order: the choice
   stored in `<workdir>/FILE` for the same step and devices (a relaunch); the rule's (one device,
@@ -209,8 +219,8 @@ def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1
   for a step of fewer than `min_step_flops` matmul FLOPs; this machine's stored choice for the same
   step and devices (`machine_cache`: a second launch of one config runs the programs the first
   measured, so their records agree to the bit); the rule's for a run of fewer than
-  `min_run_flops`; else measured (`measure_fn` over `candidates`, `pick`). A choice found or
-  measured is stored in both places."""
+  `min_run_flops` or `min_run_steps` steps; else measured (`measure_fn` over `candidates`,
+  `pick`). A choice found or measured is stored in both places."""
   if task.num_members < 2:
     return Strategy(1, None)
   batch_for = rule(task, microbatches)
@@ -228,7 +238,8 @@ def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1
     return default
   shared = os.path.join(machine_cache(), key['hash'] + '.json')
   choice = _stored(shared, key)
-  if choice is None and steps * task.num_members * flops < min_run_flops:
+  if choice is None and (steps * task.num_members * flops < min_run_flops
+                         or steps < min_run_steps):
     return default
   if choice is None:
     strategies = candidates(task.num_members, mesh_lib.host_split() or 1, batch_for)
