@@ -5,6 +5,9 @@ distributed system is started first (detected on TPU pods and SLURM; elsewhere p
 --coordinator_address=HOST:PORT --num_processes=N --process_id=I). Process 0 writes the records and
 figures, every process its checkpoint shards; SIGTERM (a preemption) is agreed by all processes at a
 dispatch boundary, saved and exited. JAX options are flags too: --jax_platforms=cpu, ...
+One process on a CPU host splits its cores into as many XLA CPU devices (unless
+--jax_num_cpu_devices says how many), and a sweep's members run as the strategy measured fastest
+for it on them (`core.strategy`, kept in `<workdir>/sweep_strategy.json`).
 
 Fields are overridden on the command line, e.g. `--config.opt.lr=3e-3 --config.sweep.wd='(1e-4,5e-4)'`.
 Restarting the same command in the same workdir resumes from the last checkpoint.
@@ -34,6 +37,7 @@ import jaxdyn  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import checkpoint  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import compilation  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import config as config_lib  # pylint: disable=g-import-not-at-top
+from jaxdyn.core import mesh  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import metrics  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import paths  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import trainer  # pylint: disable=g-import-not-at-top
@@ -190,8 +194,14 @@ def main(argv):
     if _VERBOSE.value:
       raise
     _fail(str(e), 1)
+  split = 0
+  if not (_COORDINATOR.value or _cluster_detected()):
+    split = mesh.split_host_cores()   # one process on a CPU host: its cores as devices, for sweeps
   start_distributed()
   metrics.show_progress_logs()
+  if split and mesh.host_split():
+    logging.info('the host\'s %d cores split into as many CPU devices (for sweeps; '
+                 '--jax_num_cpu_devices=1: one device)', split)
   if jax.process_count() > 1:
     logging.info('process %d of %d, %d local of %d devices', jax.process_index(),
                  jax.process_count(), jax.local_device_count(), jax.device_count())

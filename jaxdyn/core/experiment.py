@@ -31,7 +31,7 @@ import numpy as np
 
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import memory
-from jaxdyn.core import mesh as mesh_lib
+from jaxdyn.core import strategy
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
@@ -238,8 +238,10 @@ class Experiment:
       if stage.schedule is None:
         done[stage.name] = trainer.train_from_config(task, config, where)
       else:
-        mesh = mesh_lib.make_mesh(task.num_members, config.mesh.sweep, config.mesh.data)
-        done[stage.name] = trainer.train(task, stage.schedule(config), where, mesh=mesh,
+        schedule = stage.schedule(config)
+        task, placement = strategy.place(task, schedule, where, config.mesh.sweep,
+                                         config.mesh.data)
+        done[stage.name] = trainer.train(task, schedule, where, placement=placement,
                                          config_json=config.to_dict(), tensorboard=False)
     return done
 

@@ -8,6 +8,7 @@ This is what `pmap` has become: `jit` with `NamedSharding`s (jax's training cook
 from __future__ import annotations
 
 import math
+import os
 
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
@@ -16,13 +17,51 @@ from jaxdyn.core.config import ConfigError
 
 SWEEP, DATA = 'sweep', 'data'
 
+# The number of CPU devices `split_host_cores` made (0: it did not split this process's host).
+_split = {'devices': 0}
+
+
+def split_host_cores(devices: int | None = None) -> int:
+  """Splits this host's cores into as many XLA CPU devices (`jax_num_cpu_devices`), so that a
+  sweep's members can run side by side, one program per device (`core.strategy` measures whether
+  they should). Called by the launcher before JAX starts its backend. Nothing where the count is
+  given already (`--jax_num_cpu_devices`, `--xla_force_host_platform_device_count` in XLA_FLAGS),
+  where the backend has started, or on one core. Returns the devices made (0: none).
+
+  On a split host the automatic mesh (`make_mesh` with -1, -1) stays one device: a single run is
+  not split over devices that share the same cores (its batch is not data-parallel), and a sweep
+  spreads over them only where `core.strategy` chose it.
+  """
+  devices = devices or len(os.sched_getaffinity(0))
+  if (devices < 2 or jax.config.jax_num_cpu_devices not in (-1, None)
+      or 'xla_force_host_platform_device_count' in os.environ.get('XLA_FLAGS', '')):
+    return 0
+  try:
+    jax.config.update('jax_num_cpu_devices', devices)
+  except RuntimeError:   # the backend has started: its devices are fixed
+    return 0
+  _split['devices'] = devices
+  return devices
+
+
+def host_split() -> int:
+  """The CPU devices `split_host_cores` made, where the devices are those (0 otherwise)."""
+  n = _split['devices']
+  if not n or jax.process_count() > 1 or jax.devices()[0].platform != 'cpu':
+    return 0
+  return n
+
 
 def make_mesh(num_members: int, sweep_devices: int = -1, data_devices: int = -1) -> Mesh:
   """A (sweep, data) mesh over the local devices.
 
-  -1 means automatic: the sweep axis takes gcd(num_members, devices) (so the members split evenly) and
-  the data axis takes the rest.
+  -1 means automatic: the sweep axis takes gcd(num_members, devices) (so the members split evenly)
+  and the data axis takes the rest; on a host whose cores `split_host_cores` made into devices,
+  one device (`core.strategy` chooses the spread of a sweep).
   """
+  if host_split():
+    sweep_devices = 1 if sweep_devices == -1 else sweep_devices
+    data_devices = 1 if data_devices == -1 else data_devices
   devices = jax.devices()
   n = len(devices)
   if sweep_devices == -1:

@@ -242,11 +242,17 @@ def member_batch(task: Task, mesh, members, step, data, shared, hparams,
   intermediate."""
   if task.member_batch != 'auto':
     return members_lib.parse_batch(task.member_batch)
-  largest = members_lib.largest_intermediate_bytes(
+  largest = largest_intermediate(task, mesh, members, step, data, shared, hparams, microbatches)
+  return members_lib.auto_batch(largest, task.num_members // mesh.shape[mesh_lib.SWEEP])
+
+
+def largest_intermediate(task: Task, mesh, members, step, data, shared, hparams,
+                         microbatches: int = 1) -> int:
+  """Bytes of the largest intermediate of one member's lean step (`members.auto_batch`'s input)."""
+  return members_lib.largest_intermediate_bytes(
       functools.partial(member_step, task, mesh, False, microbatches), _one_member(members),
       jax.ShapeDtypeStruct(step.shape, step.dtype), _one_member(data), _abstract(shared),
       _one_member(hparams))
-  return members_lib.auto_batch(largest, task.num_members // mesh.shape[mesh_lib.SWEEP])
 
 
 # --------------------------------------------------------------------------- the chunk

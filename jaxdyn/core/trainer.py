@@ -39,6 +39,7 @@ from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import paths
 from jaxdyn.core import program
 from jaxdyn.core import resume
+from jaxdyn.core import strategy
 from jaxdyn.core import workdir_lock
 from jaxdyn.core.task import Schedule, Task, TrainResult, schedule_from_config
 
@@ -457,5 +458,7 @@ def train_from_config(task: Task, config, workdir: str) -> TrainResult:
   schedule = schedule_from_config(config.train)
   if config.train.tensorboard:
     metrics_lib.require_tensorboard()
-  return train(task, schedule, workdir, placement=program.Placement.from_config(task, config),
-               config_json=config.to_dict(), tensorboard=config.train.tensorboard)
+  task, placement = strategy.place(task, schedule, workdir, config.mesh.sweep, config.mesh.data,
+                                   config.mesh.shard_params)
+  return train(task, schedule, workdir, placement=placement, config_json=config.to_dict(),
+               tensorboard=config.train.tensorboard)

@@ -51,7 +51,7 @@ class WorkdirDamagedError(RuntimeError):
 # What a run keeps in its workdir, and the kind each must be where it exists.
 LAYOUT = {'checkpoints': 'dir', 'metrics.jsonl': 'file', LOCK_FILE: 'file', 'compile.json': 'file',
           'compile_cache': 'dir', 'tensorboard': 'dir', 'figures': 'dir',
-          'metrics.jsonl.unreadable': 'file'}
+          'metrics.jsonl.unreadable': 'file', 'sweep_strategy.json': 'file'}
 
 
 def check_layout(workdir: str) -> None:

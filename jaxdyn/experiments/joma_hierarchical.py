@@ -246,6 +246,7 @@ EXPERIMENT = experiment.Experiment(
         models=('jaxdyn/models/joma.py', 'jaxdyn/models/transformer.py'),
         data=('jaxdyn/data/joma.py',), analysis=('jaxdyn/analysis/joma.py',),
         studies=('jaxdyn/studies/joma_table1.py',), launch=('launch/joma_table1.py',),
-        benchmarks=('benchmarks/transformers.py',), docs='docs/experiments/joma_hierarchical.md'))
+        benchmarks=('benchmarks/transformers.py', 'benchmarks/sweeps.py'),
+        docs='docs/experiments/joma_hierarchical.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
 

@@ -238,7 +238,7 @@ EXPERIMENT = experiment.Experiment(
                  'jaxdyn/studies/modular_addition_sweep.py'),
         launch=('launch/cogs_table2.py', 'launch/cogs_sweep.py', 'launch/cogs_constructions.py',
                 'launch/cogs_offsets.py'),
-        benchmarks=('benchmarks/modular.py',),
+        benchmarks=('benchmarks/modular.py', 'benchmarks/sweeps.py'),
         notebooks=('docs/notebooks/modular.ipynb',),
         docs='docs/experiments/modular_addition.md'))
 get_config, check_config, train_and_evaluate = EXPERIMENT.api()
