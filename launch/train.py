@@ -199,9 +199,9 @@ def main(argv):
     split = mesh.split_host_cores()   # one process on a CPU host: its cores as devices, for sweeps
   start_distributed()
   metrics.show_progress_logs()
-  if split and mesh.host_split():
-    logging.info('the host\'s %d cores split into as many CPU devices (for sweeps; '
-                 '--jax_num_cpu_devices=1: one device)', split)
+  if split and mesh.host_split():   # at debug level: a refusal that follows stays one line
+    logging.debug('the host\'s %d cores split into as many CPU devices (for sweeps; '
+                  '--jax_num_cpu_devices=1: one device)', split)
   if jax.process_count() > 1:
     logging.info('process %d of %d, %d local of %d devices', jax.process_index(),
                  jax.process_count(), jax.local_device_count(), jax.device_count())

@@ -265,6 +265,22 @@ def relation(fields: Sequence[str], predicate_: Callable[..., bool], message: st
   return Relation(tuple(fields), predicate_, message)
 
 
+def heads_divide_width(width: str = 'model.d_model', heads: str = 'model.num_heads') -> Relation:
+  """The attention's rule: `heads` divides `width`."""
+  return relation((width, heads), lambda d, h: d % h == 0, f'{heads} must divide {width}')
+
+
+def even_head_dim(positions: str | None = None, width: str = 'model.d_model',
+                  heads: str = 'model.num_heads') -> Relation:
+  """RoPE's rule: an even head dimension `width / heads`; with `positions`, only where that field
+  is 'rope'."""
+  message = f'RoPE needs an even head dimension ({width} / {heads})'
+  if positions is None:
+    return relation((width, heads), lambda d, h: (d // h) % 2 == 0, message)
+  return relation((width, heads, positions), lambda d, h, p: p != 'rope' or (d // h) % 2 == 0,
+                  message)
+
+
 def check_domains(config: ml_collections.ConfigDict, domains: Mapping[str, Domain],
                   relations: Sequence[Relation] = ()) -> None:
   """Refuses a field outside its domain, then a broken relation, in one line naming the field(s)."""

@@ -222,10 +222,8 @@ DOMAINS = {
     'sweep.lr': C.positive(C.MAX_SCALE), 'sweep.wd': C.nonnegative(C.MAX_SCALE),
 }
 RELATIONS = (
-    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
-               'model.num_heads must divide model.d_model'),
-    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: (d // h) % 2 == 0,
-               'RoPE needs an even head dimension (model.d_model / model.num_heads)'),
+    C.heads_divide_width(),
+    C.even_head_dim(),
     C.relation(('data.attention_windows', 'data.eval_windows'), lambda a, e: a <= e,
                'data.attention_windows must be <= data.eval_windows'),
     C.relation(('stream.num_sinks', 'stream.cache_size', 'data.seq_len'), _caches_fit,

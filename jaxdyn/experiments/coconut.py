@@ -284,8 +284,7 @@ RELATIONS = (
                'data.min_hops must be <= data.max_steps'),
     C.relation(('data.batch_size', 'data.num_train'), lambda b, n: b <= n,
                'data.batch_size must be <= data.num_train'),
-    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
-               'model.num_heads must divide model.d_model'),
+    C.heads_divide_width(),
     # The text format's: a BPE vocabulary, statement steps, the entity names it has.
     C.relation(('data.format', 'data.tokenizer', 'model.pretrained'),
                lambda f, tok, pre: f == 'text' or not (tok or pre),

@@ -108,8 +108,7 @@ RELATIONS = (
                lambda p, e, t: (3 if 'chain' in t else 2) * p <= e,
                'data.num_pairs × (3 with the chain task, else 2) disjoint tokens must fit in '
                'data.num_entities'),
-    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
-               'model.num_heads must divide model.d_model'),
+    C.heads_divide_width(),
     C.relation(('data.batch_size', 'data.train_fraction', 'data.num_pairs'),
                lambda b, f, p: b <= _sizes(f, p)[0],
                'data.batch_size must be <= the smallest training set (the reversal task\'s '

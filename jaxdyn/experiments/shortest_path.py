@@ -369,11 +369,8 @@ RELATIONS = (
                'data.batch_size must be <= data.num_train'),
     C.relation(('opt.warmup_steps', 'train.steps'), lambda w, s: w < s,
                'opt.warmup_steps must be < train.steps'),
-    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
-               'model.num_heads must divide model.d_model'),
-    C.relation(('model.d_model', 'model.num_heads', 'model.positions'),
-               lambda d, h, p: p != 'rope' or (d // h) % 2 == 0,
-               'RoPE needs an even head dimension (model.d_model / model.num_heads)'),
+    C.heads_divide_width(),
+    C.even_head_dim(positions='model.positions'),
 )
 
 

@@ -195,11 +195,8 @@ RELATIONS = (
     C.relation(('mix.max_chunks', 'data.num_digits', 'data.chunk_len'),
                lambda m, n, L: m <= n // L,
                'mix.max_chunks must be <= the trace\'s data.num_digits / data.chunk_len chunks'),
-    C.relation(('model.d_model', 'model.num_heads'), lambda d, h: d % h == 0,
-               'model.num_heads must divide model.d_model'),
-    C.relation(('model.d_model', 'model.num_heads', 'model.positions'),
-               lambda d, h, p: p != 'rope' or (d // h) % 2 == 0,
-               'RoPE needs an even head dimension (model.d_model / model.num_heads)'),
+    C.heads_divide_width(),
+    C.even_head_dim(positions='model.positions'),
 )
 
 
