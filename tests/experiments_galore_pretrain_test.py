@@ -53,7 +53,7 @@ class GalorePaperCorpusTest(absltest.TestCase):
 
   def test_paper_on_a_c4_standin_stops_and_resumes_bit_identically(self):
     data = self.create_tempdir().full_path
-    config = paper_on_standin(data, **{'train.steps': 4})   # two dispatches: stopped after the first
+    config = paper_on_standin(data, **{'train.steps': 4})   # 2 dispatches: stopped after the 1st
     self.assertEqual((config.data.corpus, config.data.seq_len), ('c4', 8))
     straight = lib.train_and_evaluate(config, self.create_tempdir().full_path)
     self.assertEqual(straight.history['step'].tolist(), [0, 2, 4])

@@ -1,7 +1,7 @@
 """The token_assorted experiment: the :tiny variant end to end (both stages, through
-`Experiment.train_and_evaluate`, scored under a trace budget and with the code check), a golden number, the members and their formats, and bad configs
-refused naming the field; and, marked slow (run by hand: `pytest -m slow`), the paper's claims on the
-`long` variant."""
+`Experiment.train_and_evaluate`, scored under a trace budget and with the code check), a golden
+number, the members and their formats, and bad configs refused naming the field; and, marked slow
+(run by hand: `pytest -m slow`), the paper's claims on the `long` variant."""
 
 import json
 import os

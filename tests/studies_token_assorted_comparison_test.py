@@ -1,7 +1,7 @@
-"""studies.token_assorted_comparison: the :tiny comparison (with the trace budget and the code check of
-the long variant) returns its table with the claims, copies its figures. The training is the one
-tests/experiments_token_assorted_test.py reads (tests/shared_runs.py): trained here where that test has
-not run, copied here where it has; `run_comparison` then resumes the finished run and writes the
+"""studies.token_assorted_comparison: the :tiny comparison (with the trace budget and the code check
+of the long variant) returns its table with the claims, copies its figures. The training is the one
+tests/experiments_token_assorted_test.py reads (tests/shared_runs.py): trained here where that test
+has not run, copied here where it has; `run_comparison` then resumes the finished run and writes the
 report and the table itself."""
 
 import os
@@ -18,7 +18,7 @@ class RunComparisonTest(absltest.TestCase):
 
   def test_table_and_copied_figures(self):
     workdir, figures_dir = self.create_tempdir().full_path, self.create_tempdir().full_path
-    config = shared_runs.token_assorted_tiny()   # budget 3 and the code check, as in the long variant
+    config = shared_runs.token_assorted_tiny()   # budget 3 and the code check, as in :long
     with shared_runs.locked('token_assorted_tiny') as (shared, done):
       if not done:
         token_assorted.train_and_evaluate(config, shared)
