@@ -1,31 +1,47 @@
 """The token_assorted experiment: the :tiny variant end to end (both stages, through
-`Experiment.train_and_evaluate`), a golden number, the members and their formats, and bad configs
-refused naming the field; and, marked slow (run by hand: `pytest -m slow`), the paper's claims on the
-`long` variant."""
+`Experiment.train_and_evaluate`, scored under a trace budget and with the code check), a golden
+number, the members and their formats, and bad configs refused naming the field; and, marked slow
+(run by hand: `pytest -m slow`), the paper's claims on the `long` variant."""
 
 import json
 import os
-import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
 import pytest
 
+from jaxdyn.core import experiment as experiment_lib
 from jaxdyn.core.config import ConfigError
 from jaxdyn.experiments import token_assorted
+import shared_runs
 
 
 class TinyRunTest(absltest.TestCase):
+  """One :tiny run, with the trace budget and the code check on (tests/shared_runs.py: the study's
+  test reads the same run), through `Experiment.train_and_evaluate`; its stages' results are those
+  `train_and_evaluate` trained (or, where the run was already finished, reloaded)."""
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.config = token_assorted.get_config('tiny')
-    cls.workdir = tempfile.mkdtemp()
-    cls.result = token_assorted.train_and_evaluate(cls.config, cls.workdir)
-    # Both stages are finished: this reloads them (no training) and gives stage 1's result too.
-    cls.stages = token_assorted.EXPERIMENT.train_stages(cls.config, cls.workdir)
+    cls.config = shared_runs.token_assorted_tiny()
+    cls.stages = {}
+    train_stages = experiment_lib.Experiment.train_stages
+
+    def keep_stages(experiment, config, workdir):
+      cls.stages.update(train_stages(experiment, config, workdir))
+      return cls.stages
+
+    with shared_runs.locked('token_assorted_tiny') as (cls.workdir, _), mock.patch.object(
+        experiment_lib.Experiment, 'train_stages', keep_stages):
+      cls.result = token_assorted.train_and_evaluate(cls.config, cls.workdir)
+
+  def test_config_is_tiny_with_the_budget_and_the_code_check(self):
+    config = token_assorted.get_config('tiny')
+    config.eval.update(budget=3, code_accuracy=True)
+    self.assertEqual(self.config.to_dict(), config.to_dict())
 
   def test_members_are_modes_times_seeds(self):
     members = self.result.members
@@ -37,7 +53,8 @@ class TinyRunTest(absltest.TestCase):
   def test_runs_and_reports(self):
     h = self.result.history
     self.assertEqual(h['step'][-1], self.config.train.steps)
-    for name in ('accuracy', 'trace_len', 'num_codes', 'trace_ok', 'heldout_loss'):
+    for name in ('accuracy', 'trace_len', 'num_codes', 'trace_ok', 'heldout_loss', 'code_ok',
+                 'accuracy_budget', 'trace_len_budget'):
       self.assertEqual(h[f'eval/{name}'].shape, (len(h['step']), 3 * self.config.num_seeds))
       self.assertTrue(np.all(np.isfinite(h[f'eval/{name}'])), name)
     self.assertTrue(np.all(h['eval/heldout_loss'][-1] < h['eval/heldout_loss'][0]))

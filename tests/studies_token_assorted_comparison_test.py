@@ -1,20 +1,30 @@
-"""studies.token_assorted_comparison: the :tiny comparison (with the trace budget and the code check of
-the long variant) returns its table with the claims, copies its figures."""
+"""studies.token_assorted_comparison: the :tiny comparison (with the trace budget and the code check
+of the long variant) returns its table with the claims, copies its figures. The training is the one
+tests/experiments_token_assorted_test.py reads (tests/shared_runs.py): trained here where that test
+has not run, copied here where it has; `run_comparison` then resumes the finished run and writes the
+report and the table itself."""
 
 import os
+import shutil
 
 from absl.testing import absltest
 
 from jaxdyn.experiments import token_assorted
 from jaxdyn.studies import token_assorted_comparison
+import shared_runs
 
 
 class RunComparisonTest(absltest.TestCase):
 
   def test_table_and_copied_figures(self):
     workdir, figures_dir = self.create_tempdir().full_path, self.create_tempdir().full_path
-    config = token_assorted.get_config('tiny')
-    config.eval.update(budget=3, code_accuracy=True)     # as in the long variant
+    config = shared_runs.token_assorted_tiny()   # budget 3 and the code check, as in :long
+    with shared_runs.locked('token_assorted_tiny') as (shared, done):
+      if not done:
+        token_assorted.train_and_evaluate(config, shared)
+      shutil.copytree(shared, workdir, dirs_exist_ok=True)
+    os.remove(os.path.join(workdir, 'table.md'))   # written again by run_comparison's report,
+    shutil.rmtree(os.path.join(workdir, 'figures'))   # with its figures
     table = token_assorted_comparison.run_comparison(config, workdir, figures_dir,
                                                      prefix='token_assorted_long')
     with open(os.path.join(workdir, 'table.md'), encoding='utf-8') as f:

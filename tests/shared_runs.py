@@ -1,0 +1,54 @@
+"""A workdir trained once for the test files that read the same run (a `:tiny` training read by an
+experiment's test and by its study's test).
+
+The workdir lies in the test session's folder (`JAXDYN_TEST_TMPDIR`: the same for every xdist
+worker, removed when the session ends; see tests/conftest.py) and is used under an exclusive file
+lock: the first caller trains it, the others wait for that and find it finished. A caller that fails
+leaves it unmarked: the next one starts again in an empty folder. Callers only read it (under the
+lock); one that writes a report copies it first.
+"""
+
+import contextlib
+import fcntl
+import functools
+import os
+import shutil
+import tempfile
+
+
+@functools.cache
+def _session_folder() -> str:
+  """The pytest session's folder; outside pytest (a file run by itself), one of this process's own,
+  so that no run is ever found finished by a later process."""
+  return os.environ.get('JAXDYN_TEST_TMPDIR') or tempfile.mkdtemp(prefix='jaxdyn-shared-runs-')
+
+
+@contextlib.contextmanager
+def locked(name: str):
+  """Yields (workdir, done) under `name`'s lock: done says whether an earlier caller finished it
+  (left the block without an exception); otherwise the folder is empty, to train in."""
+  root = os.path.join(_session_folder(), 'shared_runs')
+  os.makedirs(root, exist_ok=True)
+  workdir, marker = os.path.join(root, name), os.path.join(root, f'{name}.done')
+  with open(os.path.join(root, f'{name}.lock'), 'w', encoding='utf-8') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+      done = os.path.exists(marker)
+      if not done:
+        shutil.rmtree(workdir, ignore_errors=True)
+        os.makedirs(workdir)
+      yield workdir, done
+      if not done:
+        open(marker, 'w', encoding='utf-8').close()
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def token_assorted_tiny():
+  """`token_assorted:tiny` scored also under a trace budget of 3 tokens and with the code check (as
+  the long variant and docs/notebooks/token_assorted.ipynb do): read by
+  tests/experiments_token_assorted_test.py and tests/studies_token_assorted_comparison_test.py."""
+  from jaxdyn.experiments import token_assorted  # pylint: disable=import-outside-toplevel
+  config = token_assorted.get_config('tiny')
+  config.eval.update(budget=3, code_accuracy=True)
+  return config
