@@ -17,6 +17,7 @@ from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import program
 from jaxdyn.core import strategy
 from jaxdyn.core import task as task_lib
+from jaxdyn.core import workdir_lock
 from jaxdyn.experiments import modular_addition
 
 S = strategy.Strategy
@@ -116,6 +117,26 @@ class ChooseTest(absltest.TestCase):
     begun.create_file('metrics.jsonl', '{}\n')
     self.assertEqual(strategy.choose(task, begun.full_path, **ANY, measure_fn=fail),
                      S(1, None))
+
+  def test_an_unreadable_choice_is_refused_in_a_begun_run_and_measured_again_in_a_fresh_one(self):
+    task, calls = tiny_task(), []
+
+    def fake(task, strategies):
+      calls.append(strategies)
+      return {s: 1.0 if s == S(1, 1) else 2.0 for s in strategies}
+    begun = self.create_tempdir()
+    begun.create_file('metrics.jsonl', '{}\n')
+    begun.create_file(strategy.FILE, '{"key": ')   # cut mid-record
+    with self.assertRaisesRegex(workdir_lock.WorkdirDamagedError, strategy.FILE):
+      strategy.choose(task, begun.full_path, **ANY, measure_fn=fake)
+    self.assertEmpty(calls)
+    fresh = self.create_tempdir()
+    fresh.create_file(strategy.FILE, 'not json')
+    with mock.patch.dict(os.environ, {strategy.CACHE_ENV: self.create_tempdir().full_path}):
+      self.assertEqual(strategy.choose(task, fresh.full_path, **ANY, measure_fn=fake), S(1, 1))
+    self.assertLen(calls, 1)
+    self.assertEqual(json.loads(open(os.path.join(fresh.full_path, strategy.FILE)).read())['choice'],
+                     [1, 1])
 
   def test_matmul_flops_of_the_modular_step(self):
     config = modular_addition.get_config()   # d = 23, q = 512: three n x q x d matmuls

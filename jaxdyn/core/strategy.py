@@ -51,6 +51,7 @@ from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import paths
 from jaxdyn.core import program
+from jaxdyn.core import workdir_lock
 from jaxdyn.core.task import Task
 
 FILE = 'sweep_strategy.json'
@@ -198,14 +199,21 @@ def machine_cache() -> str:
                                                    'sweep_strategy')
 
 
-def _stored(path: str | None, key: dict) -> Strategy | None:
-  """The choice stored at `path` for `key`, if any (an unreadable file holds none)."""
+def _stored(path: str | None, key: dict, begun: bool = False) -> Strategy | None:
+  """The choice stored at `path` for `key`, if any. An unreadable file holds none, except in a
+  workdir whose run has `begun`: which strategy made its records is then unknown, so it is refused
+  (`workdir_lock.WorkdirDamagedError`) rather than resumed with another one."""
   if not path or not paths.exists(path):
     return None
   try:
     stored = json.loads(paths.read_text(path))
     return Strategy(*stored['choice']) if stored.get('key') == key else None
-  except (OSError, ValueError, TypeError, KeyError):
+  except (OSError, ValueError, TypeError, KeyError) as e:
+    if begun:
+      raise workdir_lock.WorkdirDamagedError(
+          f'{path} is unreadable ({type(e).__name__}), so the sweep strategy of the records in its '
+          'workdir is unknown: restore the file, or remove it to resume with the default rule '
+          '(the records may then differ in the last bits)') from e
     return None
 
 
@@ -228,10 +236,11 @@ def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1
   step_jaxpr = program.step_jaxpr(task, microbatches=microbatches)
   key = _key(task, microbatches, step_jaxpr)
   path = paths.join(workdir, FILE) if workdir else None
-  choice = _stored(path, key)
+  begun = bool(path) and paths.exists(paths.join(workdir, metrics_lib.METRICS_FILE))
+  choice = _stored(path, key, begun)
   if choice is not None:
     return choice
-  if path and paths.exists(paths.join(workdir, metrics_lib.METRICS_FILE)):
+  if begun:
     return default   # a run begun without a stored choice ran the rule: its resumption does too
   flops = matmul_flops(step_jaxpr)
   if flops < min_step_flops:
