@@ -217,14 +217,6 @@ def _members_stream_nll(dcfg, params_by_member, tokens_BxN, spec, skip):
       params_by_member)
 
 
-def control_stream_tokens(config: ml_collections.ConfigDict, control: str,
-                          streams_BxN: np.ndarray) -> jax.Array:
-  """What a control streams: [first, c_0, ...] with a first token (BOS, sink), else the chain."""
-  first = data_lib.control_first(config, control)
-  return jnp.asarray(streams_BxN if first < 0 else np.concatenate(
-      [np.full((len(streams_BxN), 1), first, streams_BxN.dtype), streams_BxN], axis=1))
-
-
 def bigram_stream_perplexities(config: ml_collections.ConfigDict, params_by_member, control: str,
                                streams_BxN: np.ndarray) -> dict[str, np.ndarray]:
   """{evaluation: (S,) perplexity} of members that share a control, their params stacked on a
