@@ -103,40 +103,10 @@ VARIANTS = {'tiny': _tiny, 'cpu': _cpu, 'paper': _paper}
 
 
 def check_values(config: ml_collections.ConfigDict) -> None:
-  """The value rules of this experiment (fields, types and the schedule are checked for all)."""
+  """Rules beyond `DOMAINS` and `RELATIONS` (checked first): the generator's."""
   d = config.data
-  sizes = tuple(d.sizes)
-  config_lib.require(len(sizes) > 0 and all(isinstance(s, int) and s >= 3 for s in sizes)
-                     and len(set(sizes)) == len(sizes), 'data.sizes', sizes,
-                     'must be distinct node counts >= 3')
-  config_lib.require_choice(config, 'data.kind', graphs.GENERATORS)
-  config_lib.require(0 <= d.edge_prob <= 1, 'data.edge_prob', d.edge_prob, 'must be in [0, 1]')
   config_lib.require(d.edge_prob > 0 or d.kind == 'tree_plus', 'data.edge_prob', d.edge_prob,
                      'must be > 0 for erdos_renyi (a graph without edges is never connected)')
-  config_lib.require(d.max_edges >= max(sizes) - 1, 'data.max_edges', d.max_edges,
-                     f'must be >= {max(sizes) - 1}: a connected graph of {max(sizes)} nodes has '
-                     f'at least that many edges')
-  config_lib.require_positive(config, 'data.num_train', 'data.num_heldout', 'data.batch_size',
-                              'model.num_layers', 'model.d_model', 'model.num_heads', 'opt.lr',
-                              'analysis.num_graphs', 'analysis.num_orders', 'analysis.dims')
-  config_lib.require(0 < d.heldout_fraction < 1, 'data.heldout_fraction', d.heldout_fraction,
-                     'must be in (0, 1)')
-  config_lib.require(d.batch_size <= d.num_train, 'data.batch_size', d.batch_size,
-                     f'must be <= data.num_train={d.num_train}')
-  config_lib.require_choice(config, 'model.positions', ('rope', 'learned'))
-  config_lib.require_choice(config, 'opt.name', factory.OPTIMIZERS)
-  config_lib.require_nonnegative(config, 'opt.wd')
-  config_lib.require_choice(config, 'opt.schedule', SCHEDULES)
-  config_lib.require(isinstance(config.opt.warmup_steps, int)
-                     and 0 <= config.opt.warmup_steps < config.train.steps, 'opt.warmup_steps',
-                     config.opt.warmup_steps, f'must be an int in [0, train.steps={config.train.steps})')
-  config_lib.require(0 <= config.opt.final_lr_fraction <= 1, 'opt.final_lr_fraction',
-                     config.opt.final_lr_fraction, 'must be in [0, 1]')
-  config_lib.require(config.model.d_model % config.model.num_heads == 0, 'model.d_model',
-                     config.model.d_model, 'must be a multiple of model.num_heads')
-  if config.model.positions == 'rope':
-    config_lib.require((config.model.d_model // config.model.num_heads) % 2 == 0, 'model.d_model',
-                       config.model.d_model, 'RoPE needs an even head dimension')
 
 
 SCHEDULES = ('constant', 'warmup_cosine')
