@@ -140,7 +140,8 @@ def check_values(config: ml_collections.ConfigDict) -> None:
 def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
   return model_lib.hierarchical_decoder_config(
       vocab_size=config.data.vocab_size, d_model=config.model.d_model,
-      mlp_dim=config.model.mlp_dim, max_len=config.data.seq_len)
+      mlp_dim=config.model.mlp_dim, max_len=config.data.seq_len,
+      reference_arch=config.model.reference_arch)
 
 
 def member_data(config: ml_collections.ConfigDict, seeds) -> dict:

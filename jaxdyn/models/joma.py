@@ -77,14 +77,17 @@ NUM_LAYERS = 3
 INITS = ('torch', 'flax')
 
 
-def hierarchical_decoder_config(*, vocab_size: int, d_model: int, mlp_dim: int,
-                                max_len: int) -> transformer.DecoderConfig:
+def hierarchical_decoder_config(*, vocab_size: int, d_model: int, mlp_dim: int, max_len: int,
+                                reference_arch: bool = False) -> transformer.DecoderConfig:
   """The reference's 3-block decoder: 1 head, causal softmax attention, residual, post LayerNorm,
-  ReLU FFN of width `mlp_dim` (the reference: 4·M = 400), no positions, biases."""
+  ReLU FFN of width `mlp_dim` (the reference: 4·M = 400), no positions, biases. With
+  `reference_arch` (the attention output projection frozen at I, `reference_arch_init`) the
+  projection's product is skipped (`DecoderConfig.identity_out`: exact, x·I = x)."""
   return transformer.DecoderConfig(
       vocab_size=vocab_size, num_layers=NUM_LAYERS, d_model=d_model, num_heads=1, mlp='relu',
       mlp_dim=mlp_dim, norm='layernorm', norm_placement='post', residual=True,
-      positions='none', max_len=max_len, causal=True, attention='softmax', use_bias=True)
+      positions='none', max_len=max_len, causal=True, attention='softmax', use_bias=True,
+      identity_out=reference_arch)
 
 
 def class_logits(logits_BxTxV: jax.Array, num_classes: int) -> jax.Array:
