@@ -338,6 +338,22 @@ class DecoderTest(parameterized.TestCase):
     out_grad = results[1][1]['params']['layer_0']['attn']['out']['kernel']
     self.assertGreater(float(jnp.abs(out_grad).max()), 0.0)
 
+  @parameterized.parameters(dict(), dict(tie_embeddings=True), dict(norm_placement='post'),
+                            dict(scan_layers=True))
+  def test_last_only_is_the_last_position_of_the_full_logits(self, **overrides):
+    config = tiny_config(num_layers=2, **overrides)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    decoder = transformer.Decoder(config)
+    full = decoder.apply(params, tokens)
+    last = decoder.apply(params, tokens, last_only=True)
+    self.assertEqual(last.shape, (tokens.shape[0], VOCAB))
+    np.testing.assert_allclose(last, full[:, -1], rtol=1e-6, atol=1e-6)
+    grads = [jax.grad(lambda p, f=f: jnp.sum(jnp.sin(f(p))))(params) for f in (
+        lambda p: decoder.apply(p, tokens)[:, -1], lambda p: decoder.apply(p, tokens, last_only=True))]
+    for a, b in zip(*map(jax.tree.leaves, grads)):
+      np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
 
 if __name__ == '__main__':
   absltest.main()

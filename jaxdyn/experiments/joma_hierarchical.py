@@ -184,7 +184,7 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
 
   def loss_fn(params, batch, hp):
     del hp
-    logits = model_lib.class_logits(decoder.apply(params, batch['tokens']), num_classes)
+    logits = model_lib.last_class_logits(decoder, params, batch['tokens'], num_classes)
     if 'weights' in batch:
       loss, accuracy = weighted_class_loss(logits, batch['weights'])
     else:

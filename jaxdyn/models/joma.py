@@ -95,6 +95,14 @@ def class_logits(logits_BxTxV: jax.Array, num_classes: int) -> jax.Array:
   return logits_BxTxV[:, -1, :num_classes]
 
 
+def last_class_logits(decoder: transformer.Decoder, params, tokens_BxT: jax.Array,
+                      num_classes: int) -> jax.Array:
+  """`class_logits` of the decoder's output with the head applied at the last position only
+  (`Decoder(last_only=True)`), as the reference applies it: the values of the full head's, without
+  its work at the other positions (its gradients equal up to float summation order)."""
+  return decoder.apply(params, tokens_BxT, last_only=True)[:, :num_classes]
+
+
 def class_loss(logits_BxC: jax.Array, labels_B: jax.Array) -> tuple[jax.Array, jax.Array]:
   """(cross-entropy, accuracy) of class logits."""
   loss = optax.softmax_cross_entropy_with_integer_labels(logits_BxC, labels_B).mean()

@@ -468,7 +468,11 @@ class Decoder(nn.Module):
 
   @nn.compact
   def __call__(self, tokens_BxT: jax.Array, cache: KVCache | None = None,
-               layout: CacheLayout | None = None):
+               layout: CacheLayout | None = None, last_only: bool = False):
+    """With `last_only` the final norm and the head run at the last position only: logits B×V,
+    the full call's `[:, -1]` without the head's work at the other positions (the gradients equal
+    the full call's up to float summation order: the head's reductions skip the other positions'
+    zeros)."""
     cfg = self.config
     length = tokens_BxT.shape[1]
     if layout is not None and cache is None:
@@ -498,6 +502,7 @@ class Decoder(nn.Module):
                        length=cfg.num_layers)(cfg, name='layers')
       x, _ = blocks(x, positions_T)
       self.sow('intermediates', 'hidden_states', x)
+      x = x[:, -1] if last_only else x
       if cfg.norm != 'none' and cfg.norm_placement == 'pre':
         x = _norm(cfg, 'final_norm')(x)
       return embed.attend(x) if cfg.tie_embeddings else _head(cfg)(x)
@@ -513,6 +518,7 @@ class Decoder(nn.Module):
         new_keys.append(kv[0])
         new_values.append(kv[1])
 
+    x = x[:, -1] if last_only else x
     if cfg.norm != 'none' and cfg.norm_placement == 'pre':
       x = _norm(cfg, 'final_norm')(x)
     logits = embed.attend(x) if cfg.tie_embeddings else _head(cfg)(x)
