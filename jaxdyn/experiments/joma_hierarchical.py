@@ -7,8 +7,9 @@ vocab 100 with the last token as left padding, length 30); each class emits one 
 + ReLU FFN (width `model.mlp_dim`, the reference's 4·M = 400) + residual + post LayerNorm, no
 positions; the class is read out at the last position from the first C logits of the head (with bias:
 the reference's `final_W`). CE; Adam with coupled L2 (`wd`), batch 128. With `model.reference_arch`
-the parts the reference lacks are frozen out: the attention output projection stays the identity and
-the q/k/v biases stay 0 (so the trained function class is the reference's); with `model.init='torch'`
+the parts the reference lacks are frozen out: the attention output projection stays the identity (its
+product skipped, `DecoderConfig.identity_out`) and the q/k/v biases stay 0 (so the trained function
+class is the reference's); with `model.init='torch'`
 parameters are drawn as PyTorch draws them (embedding N(0, 1), Linear weights and biases
 U(±1/√fan_in)), which sets the scale Adam's steps are measured against.
 
