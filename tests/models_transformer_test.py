@@ -1,6 +1,7 @@
 """Tests for jaxdyn.models.transformer."""
 
 import dataclasses
+import functools
 
 from absl.testing import absltest, parameterized
 import jax
@@ -235,6 +236,7 @@ class DecoderTest(parameterized.TestCase):
       dict(overrides=dict(rope_dim=64, positions='rope'), message='rope_dim=64'),
       dict(overrides=dict(parallel_residual=True, norm_placement='post'),
            message='parallel_residual'),
+      dict(overrides=dict(identity_out=True, head_dim=2), message='identity_out'),
   )
   def test_bad_configs_raise(self, overrides, message):
     with self.assertRaisesRegex(ValueError, message):
@@ -314,6 +316,43 @@ class DecoderTest(parameterized.TestCase):
     expected = ((q @ k.T / np.sqrt(16)) @ v) @ attn['out']['kernel'] @ p['head']['kernel']
     np.testing.assert_allclose(transformer.Decoder(config).apply(params, tokens)[0], expected,
                                atol=1e-5, rtol=1e-5)
+
+  @parameterized.parameters(True, False)
+  def test_identity_out_is_the_product_with_an_identity_kernel(self, use_bias):
+    """`identity_out` skips the output projection's product: with the kernel at I the loss and
+    every gradient (the kernel's included) are bit for bit those of the product."""
+    config = tiny_config(num_layers=2, use_bias=use_bias)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    skipped = init(dataclasses.replace(config, identity_out=True), tokens)
+    self.assertEqual(jax.tree.structure(params), jax.tree.structure(skipped))
+    for layer in ('layer_0', 'layer_1'):
+      params['params'][layer]['attn']['out']['kernel'] = jnp.eye(16)
+
+    def loss(config, params):
+      return jnp.sum(jnp.sin(transformer.Decoder(config).apply(params, tokens)))
+    results = [jax.jit(jax.value_and_grad(functools.partial(loss, c)))(params)
+               for c in (config, dataclasses.replace(config, identity_out=True))]
+    for a, b in zip(*map(jax.tree.leaves, results)):
+      np.testing.assert_array_equal(a, b)
+    out_grad = results[1][1]['params']['layer_0']['attn']['out']['kernel']
+    self.assertGreater(float(jnp.abs(out_grad).max()), 0.0)
+
+  @parameterized.parameters(dict(), dict(tie_embeddings=True), dict(norm_placement='post'),
+                            dict(scan_layers=True))
+  def test_last_only_is_the_last_position_of_the_full_logits(self, **overrides):
+    config = tiny_config(num_layers=2, **overrides)
+    tokens = random_tokens()
+    params = init(config, tokens)
+    decoder = transformer.Decoder(config)
+    full = decoder.apply(params, tokens)
+    last = decoder.apply(params, tokens, last_only=True)
+    self.assertEqual(last.shape, (tokens.shape[0], VOCAB))
+    np.testing.assert_allclose(last, full[:, -1], rtol=1e-6, atol=1e-6)
+    grads = [jax.grad(lambda p, f=f: jnp.sum(jnp.sin(f(p))))(params) for f in (
+        lambda p: decoder.apply(p, tokens)[:, -1], lambda p: decoder.apply(p, tokens, last_only=True))]
+    for a, b in zip(*map(jax.tree.leaves, grads)):
+      np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 if __name__ == '__main__':

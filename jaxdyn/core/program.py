@@ -258,16 +258,12 @@ def largest_intermediate(task: Task, mesh, members, step, data, shared, hparams,
 # --------------------------------------------------------------------------- the chunk
 
 
-def _alone(fn):
-  """`member_step` of a 1-member sweep without a member axis to vectorise: the arguments' size-1
-  member axis dropped, the step run as written, the axis put back on its outputs. (A `vmap` over
-  the size-1 axis computes the same values but costs layout copies: 12% of a Scan & Snap step on
-  CPU, docs/benchmarks.md.)"""
-  def run(members, step, data, shared, hparams):
-    drop = lambda tree: jax.tree.map(lambda x: x[0], tree)
-    out = fn(drop(members), step, drop(data), shared, drop(hparams))
-    return jax.tree.map(lambda x: x[None], out)
-  return run
+def _drop_member_axis(tree):
+  return jax.tree.map(lambda x: x[0], tree)
+
+
+def _add_member_axis(tree):
+  return jax.tree.map(lambda x: x[None], tree)
 
 
 def build_chunk_fn(task: Task, placement, *, microbatches: int = 1):
@@ -282,10 +278,18 @@ def build_chunk_fn(task: Task, placement, *, microbatches: int = 1):
   # Params laid out over devices (FSDP): keep the plain vmap.
   fsdp = placement.fsdp
 
+  # A 1-member sweep (no FSDP) runs its steps without a member axis: the axis is dropped from the
+  # state, data and hparams once per dispatch, before the loops, and put back on what the dispatch
+  # returns. (A `vmap` over the size-1 axis computes the same values but costs layout copies, 12% of
+  # a Scan & Snap step on CPU; dropping and re-adding it inside every step still made XLA copy the
+  # whole carried state, params and optimizer moments, once per step: 15% of a reversal-curse step,
+  # docs/benchmarks.md.)
+  alone = task.num_members == 1 and not fsdp
+
   def vstep(with_stats, batch):
     fn = functools.partial(member_step, task, mesh, with_stats, microbatches)
-    if task.num_members == 1 and not fsdp:
-      return _alone(fn)
+    if alone:
+      return fn
     return members_lib.over_members(
         fn, (0, None, 0, None, 0), batch=batch, num_members=task.num_members,
         sweep_devices=mesh.shape[mesh_lib.SWEEP], spmd_axis_name=mesh_lib.SWEEP)
@@ -295,9 +299,12 @@ def build_chunk_fn(task: Task, placement, *, microbatches: int = 1):
   @functools.partial(jax.jit, static_argnames=('n_outer', 'n_inner'), donate_argnames=('state',),
                      out_shardings=(placement.state, rep))
   def chunk(state, data, shared, hparams, *, n_outer: int, n_inner: int):
-    batch = None if fsdp else member_batch(task, mesh, state['members'], state['step'], data,
-                                           shared, hparams, microbatches)
+    batch = None if fsdp or alone else member_batch(task, mesh, state['members'], state['step'],
+                                                    data, shared, hparams, microbatches)
     lean_step, logged_step = vstep(False, batch), vstep(True, batch)
+    members = state['members']
+    if alone:
+      members, data, hparams = (_drop_member_axis(t) for t in (members, data, hparams))
 
     def inner(carry, _):
       members, step = carry
@@ -308,13 +315,18 @@ def build_chunk_fn(task: Task, placement, *, microbatches: int = 1):
       (members, step), losses = jax.lax.scan(inner, carry, None, length=n_inner - 1)
       members, last = logged_step(members, step, data, shared, hparams)
       losses = jnp.concatenate([losses, last['train/loss'][None]])          # (n_inner, S)
+      if alone:
+        last, losses = _add_member_axis(last), losses[:, None]
+        evals = evaluate(task, _add_member_axis(members['params']), _add_member_axis(data), shared)
+      else:
+        evals = evaluate(task, members['params'], data, shared)
       bad = ~jnp.isfinite(losses)
       first_bad = jnp.where(jnp.any(bad, axis=0), jnp.argmax(bad, axis=0), -1)   # (S,)
-      evals = evaluate(task, members['params'], data, shared)
       return (members, step + 1), (last, evals, first_bad)
 
-    (members, step), outs = jax.lax.scan(outer, (state['members'], state['step']), None,
-                                         length=n_outer)
+    (members, step), outs = jax.lax.scan(outer, (members, state['step']), None, length=n_outer)
+    if alone:
+      members = _add_member_axis(members)
     return {'step': step, 'members': members}, outs
 
   return chunk

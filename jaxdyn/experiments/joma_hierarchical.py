@@ -7,8 +7,9 @@ vocab 100 with the last token as left padding, length 30); each class emits one 
 + ReLU FFN (width `model.mlp_dim`, the reference's 4·M = 400) + residual + post LayerNorm, no
 positions; the class is read out at the last position from the first C logits of the head (with bias:
 the reference's `final_W`). CE; Adam with coupled L2 (`wd`), batch 128. With `model.reference_arch`
-the parts the reference lacks are frozen out: the attention output projection stays the identity and
-the q/k/v biases stay 0 (so the trained function class is the reference's); with `model.init='torch'`
+the parts the reference lacks are frozen out: the attention output projection stays the identity (its
+product skipped, `DecoderConfig.identity_out`) and the q/k/v biases stay 0 (so the trained function
+class is the reference's); with `model.init='torch'`
 parameters are drawn as PyTorch draws them (embedding N(0, 1), Linear weights and biases
 U(±1/√fan_in)), which sets the scale Adam's steps are measured against.
 
@@ -140,7 +141,8 @@ def check_values(config: ml_collections.ConfigDict) -> None:
 def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
   return model_lib.hierarchical_decoder_config(
       vocab_size=config.data.vocab_size, d_model=config.model.d_model,
-      mlp_dim=config.model.mlp_dim, max_len=config.data.seq_len)
+      mlp_dim=config.model.mlp_dim, max_len=config.data.seq_len,
+      reference_arch=config.model.reference_arch)
 
 
 def member_data(config: ml_collections.ConfigDict, seeds) -> dict:
@@ -183,7 +185,7 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
 
   def loss_fn(params, batch, hp):
     del hp
-    logits = model_lib.class_logits(decoder.apply(params, batch['tokens']), num_classes)
+    logits = model_lib.last_class_logits(decoder, params, batch['tokens'], num_classes)
     if 'weights' in batch:
       loss, accuracy = weighted_class_loss(logits, batch['weights'])
     else:

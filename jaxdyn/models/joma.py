@@ -77,19 +77,30 @@ NUM_LAYERS = 3
 INITS = ('torch', 'flax')
 
 
-def hierarchical_decoder_config(*, vocab_size: int, d_model: int, mlp_dim: int,
-                                max_len: int) -> transformer.DecoderConfig:
+def hierarchical_decoder_config(*, vocab_size: int, d_model: int, mlp_dim: int, max_len: int,
+                                reference_arch: bool = False) -> transformer.DecoderConfig:
   """The reference's 3-block decoder: 1 head, causal softmax attention, residual, post LayerNorm,
-  ReLU FFN of width `mlp_dim` (the reference: 4·M = 400), no positions, biases."""
+  ReLU FFN of width `mlp_dim` (the reference: 4·M = 400), no positions, biases. With
+  `reference_arch` (the attention output projection frozen at I, `reference_arch_init`) the
+  projection's product is skipped (`DecoderConfig.identity_out`: exact, x·I = x)."""
   return transformer.DecoderConfig(
       vocab_size=vocab_size, num_layers=NUM_LAYERS, d_model=d_model, num_heads=1, mlp='relu',
       mlp_dim=mlp_dim, norm='layernorm', norm_placement='post', residual=True,
-      positions='none', max_len=max_len, causal=True, attention='softmax', use_bias=True)
+      positions='none', max_len=max_len, causal=True, attention='softmax', use_bias=True,
+      identity_out=reference_arch)
 
 
 def class_logits(logits_BxTxV: jax.Array, num_classes: int) -> jax.Array:
   """B × C: the first C logits of the head at the last position (the reference's `final_W`)."""
   return logits_BxTxV[:, -1, :num_classes]
+
+
+def last_class_logits(decoder: transformer.Decoder, params, tokens_BxT: jax.Array,
+                      num_classes: int) -> jax.Array:
+  """`class_logits` of the decoder's output with the head applied at the last position only
+  (`Decoder(last_only=True)`), as the reference applies it: the values of the full head's, without
+  its work at the other positions (its gradients equal up to float summation order)."""
+  return decoder.apply(params, tokens_BxT, last_only=True)[:, :num_classes]
 
 
 def class_loss(logits_BxC: jax.Array, labels_B: jax.Array) -> tuple[jax.Array, jax.Array]:

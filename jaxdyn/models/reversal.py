@@ -29,7 +29,7 @@ def init_params(model: transformer.Decoder, key: jax.Array):
 
 def last_token_log_probs(model: transformer.Decoder, params, sequences_Nx3) -> jax.Array:
   """log p(· | first two tokens) over the vocabulary, N×V: the next-token distribution at position 2."""
-  logits = model.apply({'params': params}, sequences_Nx3[:, :2])[:, -1]
+  logits = model.apply({'params': params}, sequences_Nx3[:, :2], last_only=True)
   return jax.nn.log_softmax(logits.astype(jnp.float32))
 
 

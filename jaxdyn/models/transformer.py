@@ -70,6 +70,11 @@ class DecoderConfig:
   cache_keys_before_rope: bool = False  # cache raw keys, rotate by cache slot (position rolling)
   remat: bool = False  # recompute each block's activations in the backward pass (`nn.remat`)
   scan_layers: bool = False  # one `nn.scan` over the blocks: params `layers/...` stacked L×...
+  # The attention output projection's kernel is the identity and stays so (frozen by the optimizer:
+  # JoMA's reference architecture, which has no such projection): the kernel is a parameter as
+  # usual, but its product is skipped in the forward pass and in the input's gradient (x·I = x
+  # exactly in floating point); the kernel's own gradient is still computed where it is used.
+  identity_out: bool = False
 
   def __post_init__(self):
     _check_choice('attention', self.attention, ATTENTION_KINDS)
@@ -93,6 +98,9 @@ class DecoderConfig:
     if self.rope_dim is not None and not 0 < self.rope_dim <= self.dim_per_head:
       raise ValueError(f'DecoderConfig.rope_dim={self.rope_dim} must be in '
                        f'[1, head_dim={self.dim_per_head}].')
+    if self.identity_out and self.num_heads * self.dim_per_head != self.d_model:
+      raise ValueError(f'DecoderConfig.identity_out=True needs num_heads × head_dim = d_model, got '
+                       f'{self.num_heads} × {self.dim_per_head} != {self.d_model}.')
     if self.parallel_residual and (self.norm_placement != 'pre' or not self.residual
                                    or self.mlp == 'none'):
       raise ValueError('DecoderConfig.parallel_residual=True needs norm_placement=\'pre\', '
@@ -227,13 +235,65 @@ def attention_weights(scores_BxNxTxS: jax.Array, mask_TxS: jax.Array, kind: str,
   raise ValueError(f'Unknown attention kind {kind!r}; expected one of {ATTENTION_KINDS}.')
 
 
+def _kernel_init(config: DecoderConfig):
+  return (nn.initializers.lecun_normal() if config.init_std is None
+          else nn.initializers.normal(config.init_std))
+
+
 def _dense(config: DecoderConfig, features: int, name: str,
            use_bias: bool | None = None) -> nn.Dense:
-  kernel_init = (nn.initializers.lecun_normal() if config.init_std is None
-                 else nn.initializers.normal(config.init_std))
   use_bias = config.use_bias if use_bias is None else use_bias
-  return nn.Dense(features, use_bias=use_bias, kernel_init=kernel_init,
+  return nn.Dense(features, use_bias=use_bias, kernel_init=_kernel_init(config),
                   dtype=config.dtype, param_dtype=config.param_dtype, name=name)
+
+
+def _dense_product(x: jax.Array, kernel: jax.Array) -> jax.Array:
+  """x · kernel over x's last axis, as `nn.Dense` computes it."""
+  return jax.lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())))
+
+
+@jax.custom_vjp
+def identity_product(x: jax.Array, kernel: jax.Array) -> jax.Array:
+  """x · kernel for a kernel that IS the identity (not checked): x, without the product. Its
+  gradient: dx = dy (= dy · Iᵀ exactly), d kernel = xᵀ dy as for the product (the transpose of
+  the same `dot_general`, as autodiff computes it; removed by XLA where the gradient is unused,
+  e.g. a frozen kernel's outside the logged statistics)."""
+  del kernel
+  return x
+
+
+def _identity_product_fwd(x, kernel):
+  return x, (x, kernel)
+
+
+def _identity_product_bwd(residuals, dy):
+  x, kernel = residuals
+  transposed = jax.linear_transpose(lambda k: _dense_product(x, k), kernel)
+  return dy, transposed(dy)[0]
+
+
+identity_product.defvjp(_identity_product_fwd, _identity_product_bwd)
+
+
+class IdentityDense(nn.Module):
+  """`nn.Dense` (the same parameters, names and initialisers) whose kernel is the identity and
+  stays so: y = x + bias, the product skipped (`identity_product`)."""
+  features: int
+  use_bias: bool
+  kernel_init: Any
+  dtype: Any
+  param_dtype: Any
+
+  @nn.compact
+  def __call__(self, x):
+    kernel = self.param('kernel', self.kernel_init, (x.shape[-1], self.features), self.param_dtype)
+    bias = (self.param('bias', nn.initializers.zeros_init(), (self.features,), self.param_dtype)
+            if self.use_bias else None)
+    x, kernel, bias = nn.dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
+    y = identity_product(x, kernel)
+    if bias is not None:
+      y += jnp.reshape(bias, (1,) * (y.ndim - 1) + (-1,))
+    return y
 
 
 def _norm(config: DecoderConfig, name: str) -> nn.Module:
@@ -318,7 +378,12 @@ class Attention(nn.Module):
     weights = weights_BxNxTxS.astype(cfg.dtype).reshape(batch, kv_heads, heads // kv_heads,
                                                           length, -1)
     out = jnp.einsum('bkgts,bskh->btkgh', weights, v_BxSxKxH.astype(cfg.dtype))
-    out_BxTxD = _dense(cfg, cfg.d_model, 'out')(out.reshape(batch, length, heads * head_dim))
+    out_BxTxH = out.reshape(batch, length, heads * head_dim)
+    if cfg.identity_out:
+      out_BxTxD = IdentityDense(cfg.d_model, cfg.use_bias, _kernel_init(cfg), cfg.dtype,
+                                cfg.param_dtype, name='out')(out_BxTxH)
+    else:
+      out_BxTxD = _dense(cfg, cfg.d_model, 'out')(out_BxTxH)
     return out_BxTxD, new_kv
 
 
@@ -403,7 +468,11 @@ class Decoder(nn.Module):
 
   @nn.compact
   def __call__(self, tokens_BxT: jax.Array, cache: KVCache | None = None,
-               layout: CacheLayout | None = None):
+               layout: CacheLayout | None = None, last_only: bool = False):
+    """With `last_only` the final norm and the head run at the last position only: logits B×V,
+    the full call's `[:, -1]` without the head's work at the other positions (the gradients equal
+    the full call's up to float summation order: the head's reductions skip the other positions'
+    zeros)."""
     cfg = self.config
     length = tokens_BxT.shape[1]
     if layout is not None and cache is None:
@@ -433,6 +502,7 @@ class Decoder(nn.Module):
                        length=cfg.num_layers)(cfg, name='layers')
       x, _ = blocks(x, positions_T)
       self.sow('intermediates', 'hidden_states', x)
+      x = x[:, -1] if last_only else x
       if cfg.norm != 'none' and cfg.norm_placement == 'pre':
         x = _norm(cfg, 'final_norm')(x)
       return embed.attend(x) if cfg.tie_embeddings else _head(cfg)(x)
@@ -448,6 +518,7 @@ class Decoder(nn.Module):
         new_keys.append(kv[0])
         new_values.append(kv[1])
 
+    x = x[:, -1] if last_only else x
     if cfg.norm != 'none' and cfg.norm_placement == 'pre':
       x = _norm(cfg, 'final_norm')(x)
     logits = embed.attend(x) if cfg.tie_embeddings else _head(cfg)(x)
