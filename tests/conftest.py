@@ -12,6 +12,15 @@
   cache off or elsewhere sets it itself and puts the session's back afterwards
   (tests/core_compilation_test.py).
   `JAXDYN_TEST_NO_CACHE=1` turns it off (to time the suite without it).
+* XLA's CPU backend compiles at LLVM optimisation level 0 (`--xla_backend_optimization_level=0`
+  added to XLA_FLAGS, so xdist workers, launcher subprocesses and notebook kernels inherit it): the
+  suite's programs are tiny and most of its time is compiling them (a `:tiny` modular training
+  5.7 -> 3.0 CPU-s, the coconut tests 77 -> 50 CPU-s). The programs (HLO, fusion, buffers) are the
+  same; only the machine code is less optimised, which rounds some sums differently in the last bits
+  (the golden numbers' tolerances cover it; comparisons within a test compare runs compiled alike).
+  A run that selects the slow tests (`-m slow`: real-scale trainings, where the machine code's speed
+  matters) keeps XLA's default, and so does `JAXDYN_TEST_XLA_DEFAULT=1` (to check the suite against
+  the default machine code).
 * Tests marked `@pytest.mark.slow` (checks of a real-scale effect, minutes each) are skipped unless
   the run selects them: `pytest -m slow tests/<file>`.
 * Under xdist (`pytest -n 2`, no `--dist` given) the work is shared out by scope (a test class, or a
@@ -45,6 +54,8 @@ HEAVY_FIRST = (
 
 flags.FLAGS.mark_as_parsed()
 
+FAST_COMPILE_FLAG = '--xla_backend_optimization_level=0'
+
 
 def pytest_configure(config):
   config.addinivalue_line('markers', 'slow: a real-scale check, skipped unless run with -m slow')
@@ -57,6 +68,10 @@ def pytest_configure(config):
     if not os.environ.get('JAXDYN_TEST_NO_CACHE'):
       os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', os.path.join(root, 'jax_cache'))
       os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.3')
+    xla_flags = os.environ.get('XLA_FLAGS', '')
+    if not (os.environ.get('JAXDYN_TEST_XLA_DEFAULT') or _selects_slow(config)
+            or 'xla_backend_optimization_level' in xla_flags):
+      os.environ['XLA_FLAGS'] = f'{xla_flags} {FAST_COMPILE_FLAG}'.strip()
   for name in ('TMPDIR', 'TEST_TMPDIR'):
     os.environ[name] = root
   tempfile.tempdir = root
@@ -87,10 +102,14 @@ def _heavy_rank(item) -> int:
               len(HEAVY_FIRST))
 
 
+def _selects_slow(config) -> bool:
+  return 'slow' in (config.getoption('markexpr') or '').replace('not slow', '')
+
+
 def pytest_collection_modifyitems(config, items):
   if hasattr(config, 'workerinput'):   # an xdist worker: the controller hands scopes out in this order
     items.sort(key=_heavy_rank)      # stable: each file keeps its own order
-  if 'slow' in (config.getoption('markexpr') or '').replace('not slow', ''):
+  if _selects_slow(config):
     return
   skip = pytest.mark.skip(reason='slow: run with -m slow')
   for item in items:

@@ -18,6 +18,7 @@ from jaxdyn.core import program
 from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
 from jaxdyn.experiments import modular_addition
+from xla_env import with_xla_flag
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -156,7 +157,7 @@ print('OK', outs[1][0]['w'].sharding.spec)
 class MultiDeviceGroupsTest(absltest.TestCase):
 
   def test_groups_on_a_sharded_sweep_axis_equal_vmap(self):
-    env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=4',
+    env = dict(os.environ, XLA_FLAGS=with_xla_flag('--xla_force_host_platform_device_count=4'),
                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get('PYTHONPATH', '')]))
     proc = subprocess.run([sys.executable, '-c', CHILD, os.path.dirname(__file__)], env=env,
                           capture_output=True, text=True, timeout=240, check=False)

@@ -16,6 +16,7 @@ import numpy as np
 
 from jaxdyn.experiments import galore_pretrain
 from jaxdyn.experiments import modular_addition
+from xla_env import with_xla_flag
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -66,7 +67,7 @@ def run_on_eight_devices(*children):
   proc = subprocess.run(
       [sys.executable, '-c', '\n'.join(children)], capture_output=True, text=True, timeout=600,
       cwd=ROOT, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu',
-                     'XLA_FLAGS': '--xla_force_host_platform_device_count=8'})
+                     'XLA_FLAGS': with_xla_flag('--xla_force_host_platform_device_count=8')})
   results = [json.loads(line[len('RESULT'):]) for line in proc.stdout.splitlines()
              if line.startswith('RESULT')]
   return proc.returncode, proc.stderr, results

@@ -16,6 +16,7 @@ import optax
 
 from jaxdyn.optim import galore as galore_lib
 from jaxdyn.optim.galore import trees as galore_trees
+from xla_env import with_xla_flag
 
 EIGHT_DEVICES = '--eight_devices'
 
@@ -88,7 +89,7 @@ class StateBytesTest(parameterized.TestCase):
 class ShardingTest(absltest.TestCase):
 
   def test_eight_device_mesh(self):
-    env = dict(os.environ, XLA_FLAGS='--xla_force_host_platform_device_count=8',
+    env = dict(os.environ, XLA_FLAGS=with_xla_flag('--xla_force_host_platform_device_count=8'),
                JAX_PLATFORMS='cpu')
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env['PYTHONPATH'] = os.pathsep.join([repo, env.get('PYTHONPATH', '')])
