@@ -302,24 +302,25 @@ def build_chunk_fn(task: Task, placement, *, microbatches: int = 1):
     batch = None if fsdp or alone else member_batch(task, mesh, state['members'], state['step'],
                                                     data, shared, hparams, microbatches)
     lean_step, logged_step = vstep(False, batch), vstep(True, batch)
-    members = state['members']
+    # What the steps read: without the member axis in a 1-member sweep (the evaluation keeps `data`).
+    members, step_data, step_hparams = state['members'], data, hparams
     if alone:
-      members, data, hparams = (_drop_member_axis(t) for t in (members, data, hparams))
+      members, step_data, step_hparams = (_drop_member_axis(t)
+                                           for t in (members, data, hparams))
 
     def inner(carry, _):
       members, step = carry
-      members, metrics = lean_step(members, step, data, shared, hparams)
+      members, metrics = lean_step(members, step, step_data, shared, step_hparams)
       return (members, step + 1), metrics['train/loss']
 
     def outer(carry, _):
       (members, step), losses = jax.lax.scan(inner, carry, None, length=n_inner - 1)
-      members, last = logged_step(members, step, data, shared, hparams)
+      members, last = logged_step(members, step, step_data, shared, step_hparams)
       losses = jnp.concatenate([losses, last['train/loss'][None]])          # (n_inner, S)
+      params = members['params']
       if alone:
-        last, losses = _add_member_axis(last), losses[:, None]
-        evals = evaluate(task, _add_member_axis(members['params']), _add_member_axis(data), shared)
-      else:
-        evals = evaluate(task, members['params'], data, shared)
+        last, losses, params = _add_member_axis(last), losses[:, None], _add_member_axis(params)
+      evals = evaluate(task, params, data, shared)
       bad = ~jnp.isfinite(losses)
       first_bad = jnp.where(jnp.any(bad, axis=0), jnp.argmax(bad, axis=0), -1)   # (S,)
       return (members, step + 1), (last, evals, first_bad)
