@@ -37,6 +37,8 @@ import tempfile
 from absl import flags
 import pytest
 
+from xla_env import with_xla_flag
+
 # Test files (prefixes of the file name) scheduled first under xdist, in this order: notebooks and
 # experiment runs (tens of CPU-s a file), studies, the 8-device and trainer tests (subprocesses,
 # resumes), then the lighter families; every other file keeps its place after them.
@@ -68,10 +70,9 @@ def pytest_configure(config):
     if not os.environ.get('JAXDYN_TEST_NO_CACHE'):
       os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', os.path.join(root, 'jax_cache'))
       os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.3')
-    xla_flags = os.environ.get('XLA_FLAGS', '')
     if not (os.environ.get('JAXDYN_TEST_XLA_DEFAULT') or _selects_slow(config)
-            or 'xla_backend_optimization_level' in xla_flags):
-      os.environ['XLA_FLAGS'] = f'{xla_flags} {FAST_COMPILE_FLAG}'.strip()
+            or 'xla_backend_optimization_level' in os.environ.get('XLA_FLAGS', '')):
+      os.environ['XLA_FLAGS'] = with_xla_flag(FAST_COMPILE_FLAG)
   for name in ('TMPDIR', 'TEST_TMPDIR'):
     os.environ[name] = root
   tempfile.tempdir = root
