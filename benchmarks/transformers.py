@@ -14,7 +14,10 @@ seconds per training step of the trainer's compiled chunk (compilation excluded)
     both sides, two ways: both sample their batch in the step from the same data ('sampled': jaxdyn
     as the experiment trains, PyTorch with torch's RNG), and neither does (`fixed`: both read one
     fixed batch, `lib.fixed_batch`); tokens/s of each and jaxdyn ÷ PyTorch (the goal: >= 1.5 on
-    CPU), from wall time and from CPU time.
+    CPU), from wall time and from CPU time. JoMA's experiment step takes its batch as class counts
+    over the C distinct sequences (`data.class_counts`, the default: the drawn rows' gradient at C/B
+    the arithmetic); it is compared with PyTorch's step on the drawn rows, and so is jaxdyn's step
+    on the drawn rows (`class_counts=False`: the same arithmetic as PyTorch);
   * the trainer's overhead: the 1-member step against a minimal hand-written JAX loop of the same
     model (`lib.hand_written_timer`: batch, value_and_grad, optimizer update in one jitted
     `fori_loop`, no member axis, no statistics; goal: within 5%).
@@ -118,14 +121,20 @@ def scan_snap_case(members: int):
             'query_tokens': dist.query_tokens(), 'next_tokens': dist.next_tokens()}
   tokens = config.data.batch_size * config.data.seq_len
   return task, _torch_cases(spec, {'tokens': batch['tokens'], 'labels': batch['labels']},
-                            sample), tokens
+                            sample), tokens, None
 
 
 def joma_case(members: int):
+  """The experiment's step (by default a batch as class counts over the C distinct sequences:
+  the drawn rows' gradient at C/B the cost), and the step on the drawn rows themselves
+  (`data.class_counts=False`: PyTorch's arithmetic), which also gives PyTorch's batches."""
   config = _configured('joma_hierarchical', joma_hierarchical.get_config())
   config.num_seeds = members
   task = joma_hierarchical.build_task(config)
-  batch = _first_batch(task)
+  rows_config = config.copy_and_resolve_references()
+  rows_config.data.class_counts = False
+  rows_task = joma_hierarchical.build_task(rows_config) if config.data.class_counts else None
+  batch = _first_batch(rows_task or task)   # the labels the experiment's first batch counts
   decoder = joma_hierarchical.decoder_config(config)
   spec = {'builder': 'joma_hierarchical', 'vocab_size': decoder.vocab_size,
           'd_model': decoder.d_model, 'mlp_dim': decoder.mlp_width, 'num_layers': decoder.num_layers,
@@ -133,7 +142,7 @@ def joma_case(members: int):
           'wd': config.opt.wd, 'batch_size': config.data.batch_size}
   tokens = config.data.batch_size * config.data.seq_len
   return task, _torch_cases(spec, {'tokens': batch['tokens'], 'labels': batch['labels']},
-                            {'sequences': task.data['sequences'][0]}), tokens
+                            {'sequences': task.data['sequences'][0]}), tokens, rows_task
 
 
 def reversal_case(members: int):
@@ -148,7 +157,8 @@ def reversal_case(members: int):
           'max_len': decoder.max_len, 'eps': decoder.norm_eps, 'lr': config.opt.lr,
           'wd': config.opt.wd, 'batch_size': config.data.batch_size}
   train = task.data['train'][0][:int(task.data['num_train'][0])]
-  return task, _torch_cases(spec, {'rows': rows}, {'rows': train}), config.data.batch_size * 2
+  return (task, _torch_cases(spec, {'rows': rows}, {'rows': train}), config.data.batch_size * 2,
+          None)
 
 
 CASES = {'scan_snap': scan_snap_case, 'joma_hierarchical': joma_case,
@@ -183,8 +193,10 @@ def main(argv):
                                  _TORCH_PYTHON.value)
     print(f'PyTorch ({torch.source}): {torch.info}' if torch.available else f'PyTorch: {torch.why}')
   try:
-    for name, ((one_task, _, tokens), sweep_task) in built.items():
+    for name, ((one_task, _, tokens, rows_task), sweep_task) in built.items():
       timers = {'1 member': lib.sweep_timer(one_task, steps)[0]}
+      if rows_task is not None:   # the same gradient with PyTorch's arithmetic
+        timers['1 member rows'] = lib.sweep_timer(rows_task, steps)[0]
       if _HAND.value:
         timers['hand-written'] = lib.hand_written_timer(one_task, steps)
       timers['auto'], how = lib.sweep_timer(sweep_task, steps, 'auto')
@@ -195,6 +207,8 @@ def main(argv):
         timers['step matmuls alone'] = lib.matmuls_alone_timer(one_task)
       if 'fixed' in modes:
         timers['1 member fixed'] = lib.sweep_timer(lib.fixed_batch(one_task), steps)[0]
+        if rows_task is not None:
+          timers['1 member rows fixed'] = lib.sweep_timer(lib.fixed_batch(rows_task), steps)[0]
       if torch is not None and torch.available:
         for mode in modes:
           timers.update({f'{k} {mode}': v for k, v in
@@ -204,6 +218,11 @@ def main(argv):
       t = lib.interleaved(timers, rounds)
       print(f'\n{name}: {tokens} tokens per step; {lib.load()}')
       print(f'  1 member: {1 / t["1 member"]:8.1f} steps/s = {tokens / t["1 member"]:10.0f} tokens/s')
+      if rows_task is not None:
+        print(f'  1 member on the drawn rows (PyTorch\'s arithmetic, the same gradient): '
+              f'{1 / t["1 member rows"]:8.1f} steps/s; the experiment\'s step is '
+              f'{t["1 member rows"] / t["1 member"]:.2f}x faster wall, '
+              f'{t.cpu["1 member rows"] / t.cpu["1 member"]:.2f}x CPU time')
       print(f'  {s} members, trainer ({how}): {t["auto"] / (s * t["1 member"]):5.3f} x '
             f'(S x one member)')
       if 'all vmapped' in t:
@@ -234,8 +253,15 @@ def main(argv):
       for mode in modes:
         torch_names = [k for k in t if k.startswith('torch') and k.endswith(mode)]
         if torch_names:
-          _versus(t, tokens, '1 member' if mode == 'sampled' else '1 member fixed', torch_names,
-                  f'both {mode}' if mode == 'sampled' else 'both fixed batch')
+          label = f'both {mode}' if mode == 'sampled' else 'both fixed batch'
+          suffix = '' if mode == 'sampled' else ' fixed'
+          if rows_task is not None:
+            _versus(t, tokens, f'1 member{suffix}', torch_names,
+                    f'{label}, the experiment\'s step (class counts)')
+            _versus(t, tokens, f'1 member rows{suffix}', torch_names,
+                    f'{label}, the same arithmetic (drawn rows)')
+          else:
+            _versus(t, tokens, f'1 member{suffix}', torch_names, label)
   finally:
     if torch is not None:
       torch.close()

@@ -2,7 +2,7 @@
 
   python launch/joma_table1.py --workdir=DIR [--variant=default|paper] [--steps=N] [--lr=X]
                                [--num_seeds=5] [--d_model=128] [--batch_size=128] [--eval_every=N]
-                               [--max_cells=N | --cells=0,5,11] [--class_counts]
+                               [--max_cells=N | --cells=0,5,11] [--noclass_counts]
 
 One program per grid cell (the tree shapes differ); writes DIR/table1.md with NCorr(s=0), NCorr(s=1)
 mean ± std over seeds after training, beside the same model at random initialisation (step 0),
@@ -22,7 +22,8 @@ _NUM_SEEDS = flags.DEFINE_integer('num_seeds', None, 'Override num_seeds.')
 _D_MODEL = flags.DEFINE_integer('d_model', None, 'Override model.d_model.')
 _BATCH_SIZE = flags.DEFINE_integer('batch_size', None, 'Override data.batch_size.')
 _CLASS_COUNTS = flags.DEFINE_bool('class_counts', None, 'Batches as class counts over the C sequences '
-                                   '(data.class_counts: same gradient, C/batch_size the cost).')
+                                   '(data.class_counts: same gradient, C/batch_size the cost; the '
+                                   'default). --noclass_counts: the drawn rows, as the reference.')
 _EVAL_EVERY = flags.DEFINE_integer('eval_every', None, 'Evaluate every N steps (default: at the end).')
 _MAX_CELLS = flags.DEFINE_integer('max_cells', None, 'Run only the first cells of the grid.')
 _CELLS = flags.DEFINE_list('cells', None, 'Run only these grid cells (indices into '

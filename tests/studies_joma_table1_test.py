@@ -30,8 +30,8 @@ class Table1Test(absltest.TestCase):
     untouched = joma_table1.config('default', cell)
     self.assertEqual(untouched.train.to_dict(), joma_hierarchical.get_config().train.to_dict())
     self.assertEqual(joma_table1.cell_name(cell), 'C30_nch2_n20-30')
-    self.assertFalse(untouched.data.class_counts)
-    self.assertTrue(joma_table1.config('default', cell, class_counts=True).data.class_counts)
+    self.assertTrue(untouched.data.class_counts)   # the default: the same gradient, C/B the cost
+    self.assertFalse(joma_table1.config('default', cell, class_counts=False).data.class_counts)
 
   def test_row_and_markdown_against_numpy(self):
     rng = np.random.default_rng(0)

@@ -22,10 +22,11 @@ initialisation: the baseline to report beside it. `control_s0/1`: the same NCorr
 class-permuted latents (same base rates, no relation to the input): what chance alignment of that
 many hidden nodes with that few distinct inputs gives.
 
-`jaxdyn.studies.joma_table1` runs the paper's grid, one program per cell, and tabulates it. With
-`data.class_counts` a batch's drawn labels become weights on the C distinct sequences
-(`class_count_batch`): the same gradient at C/batch_size the cost, which is what makes the reference's
-batch of 128 for 10k steps affordable on a CPU.
+`jaxdyn.studies.joma_table1` runs the paper's grid, one program per cell, and tabulates it. By
+default (`data.class_counts`) a batch's drawn labels become weights on the C distinct sequences
+(`class_count_batch`): the same loss and gradient as the drawn rows (up to float summation order) at
+C/batch_size the cost, which is what makes the reference's batch of 128 for 10k steps affordable on a
+CPU; `data.class_counts=False` trains on the drawn rows themselves, as the reference does.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def default_config() -> ml_collections.ConfigDict:
                                           vocab_size=100, seq_len=30, batch_size=128,
                                           # the batch as class counts over the C distinct sequences
                                           # (`class_count_batch`): the same loss and gradient as
-                                          # the batch_size drawn samples, at C/batch_size the cost
-                                          class_counts=False))
+                                          # the batch_size drawn samples, at C/batch_size the cost;
+                                          # False: the drawn rows themselves, as the reference
+                                          class_counts=True))
   c.model = ml_collections.ConfigDict(dict(
       d_model=128,
       mlp_dim=400,            # FFN width; the reference: 4·M = 4 × vocab (hidden_multi_type=M)
