@@ -41,7 +41,9 @@ from xla_env import with_xla_flag
 
 # Test files (prefixes of the file name) scheduled first under xdist, in this order: notebooks and
 # experiment runs (tens of CPU-s a file), studies, the 8-device and trainer tests (subprocesses,
-# resumes), then the lighter families; every other file keeps its place after them.
+# resumes), then the lighter families, the few scopes of 10-15 s among them (LoRA's trainings, the
+# ProsQA audit, the streaming caches) before the many short ones; every other file (a few seconds
+# a scope at most) keeps its place after them, so that the run ends on short scopes.
 HEAVY_FIRST = (
     'notebooks_',
     'experiments_',
@@ -51,6 +53,9 @@ HEAVY_FIRST = (
     'launch_train_test',
     'models_',
     'core_',
+    'optim_',
+    'data_prosqa_test',
+    'analysis_attention_sinks_streaming_test',
     'analysis_',
 )
 

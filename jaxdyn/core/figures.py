@@ -1,10 +1,13 @@
 """Figures every experiment writes to `<workdir>/figures/` (matplotlib, Agg backend: no display).
 
 The one place the backend is chosen: a module that draws imports `plt` from here
-(`from jaxdyn.core.figures import plt`) and writes with `save(fig, path)`. The helpers keep every
-figure readable without the code: axis labels on each panel, one legend per figure outside the
-data, short member labels (what varies between members; what they share goes in the title), a
-linear step axis unless the steps span more than two decades, integer ticks where values are counts.
+(`from jaxdyn.core.figures import plt`) and writes with `save(fig, path)`. `plt` is
+`matplotlib.pyplot` imported on its first use (about 0.3 CPU-s that a process drawing nothing,
+such as a refused or stopped launch, does not pay); the Agg backend is chosen when this module is
+imported. The helpers keep every figure readable without the code: axis labels on each panel, one
+legend per figure outside the data, short member labels (what varies between members; what they
+share goes in the title), a linear step axis unless the steps span more than two decades, integer
+ticks where values are counts.
 """
 
 from __future__ import annotations
@@ -18,12 +21,25 @@ import matplotlib
 
 matplotlib.use('Agg')
 import matplotlib.lines  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxdyn.core import paths  # noqa: E402
 from jaxdyn.core.workdir_lock import WorkdirDamagedError  # noqa: E402
+
+
+class _Pyplot:
+  """`matplotlib.pyplot`, imported on the first attribute read (`plt.subplots`, `plt.cm`, ...)."""
+
+  def __getattr__(self, name):
+    import matplotlib.pyplot  # pylint: disable=import-outside-toplevel,redefined-outer-name
+    return getattr(matplotlib.pyplot, name)
+
+  def __repr__(self):
+    return '<matplotlib.pyplot, imported on first use>'
+
+
+plt = _Pyplot()
 
 DPI = 120
 SPLITS = ('train', 'test', 'val', 'valid', 'validation', 'eval', 'held_out')  # metric-name prefixes
