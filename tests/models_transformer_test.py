@@ -260,19 +260,23 @@ class DecoderTest(parameterized.TestCase):
     tokens = random_tokens()
     params = init(config, tokens)['params']
     converted = (transformer.stack_layers(params, 3) if other.scan_layers else params)
-    # The other layout's own init has the converted params' structure and shapes.
-    self.assertEqual(jax.tree.map(jnp.shape, init(other, tokens)['params']),
+    # The other layout's own init has the converted params' structure and shapes (its shapes only:
+    # eval_shape, no compiled init of the scanned layers).
+    self.assertEqual(jax.tree.map(lambda x: x.shape, jax.eval_shape(lambda: init(other, tokens))['params']),
                      jax.tree.map(jnp.shape, converted))
 
     def loss(p, c):
       return jnp.mean(transformer.Decoder(c).apply({'params': p}, tokens) ** 2)
 
-    np.testing.assert_allclose(loss(converted, other), loss(params, config), rtol=1e-6)
-    grads = jax.grad(loss)(converted, other)
+    # The value with the gradient: one forward (a scan over the layers compiles as a whole, each
+    # forward anew).
+    value, grads = jax.value_and_grad(loss)(converted, other)
+    want_value, want_grads = jax.value_and_grad(loss)(params, config)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
     if other.scan_layers:
       grads = transformer.unstack_layers(grads, 3)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
-                 grads, jax.grad(loss)(params, config))
+                 grads, want_grads)
 
   def test_scanned_layers_have_no_cache_or_intermediates_path(self):
     config = tiny_config(num_layers=2, scan_layers=True)
@@ -345,13 +349,16 @@ class DecoderTest(parameterized.TestCase):
     tokens = random_tokens()
     params = init(config, tokens)
     decoder = transformer.Decoder(config)
-    full = decoder.apply(params, tokens)
-    last = decoder.apply(params, tokens, last_only=True)
+
+    def loss(p, last_only):   # the logits come with the gradient: one forward pass each
+      logits = decoder.apply(p, tokens, last_only=last_only)
+      return jnp.sum(jnp.sin(logits if last_only else logits[:, -1])), logits
+
+    ((_, full), full_grads), ((_, last), last_grads) = [
+        jax.value_and_grad(loss, has_aux=True)(params, last_only) for last_only in (False, True)]
     self.assertEqual(last.shape, (tokens.shape[0], VOCAB))
     np.testing.assert_allclose(last, full[:, -1], rtol=1e-6, atol=1e-6)
-    grads = [jax.grad(lambda p, f=f: jnp.sum(jnp.sin(f(p))))(params) for f in (
-        lambda p: decoder.apply(p, tokens)[:, -1], lambda p: decoder.apply(p, tokens, last_only=True))]
-    for a, b in zip(*map(jax.tree.leaves, grads)):
+    for a, b in zip(*map(jax.tree.leaves, (full_grads, last_grads))):
       np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
