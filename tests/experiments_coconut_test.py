@@ -221,11 +221,17 @@ class PaperPipelineTest(absltest.TestCase):
     td = coconut.text_data(c)
     ids = td.tokenizer.encode('Every apple is a bird. Tom is a apple. Is Tom a bird or reed?').ids
     tokens = jnp.asarray([ids])
-    h, _ = model_lib.forward(cfg, params, model_lib.embed(params, jnp.asarray(td.vocab.of_token)[tokens]),
-                             jnp.arange(len(ids))[None], jnp.ones((1, len(ids)), bool))
-    ours = model_lib.logits(cfg, params, h)[..., td.vocab.of_token]
+
+    @jax.jit   # one compiled forward each, not op by op
+    def coconut_logits(params, tokens):
+      h, _ = model_lib.forward(cfg, params,
+                               model_lib.embed(params, jnp.asarray(td.vocab.of_token)[tokens]),
+                               jnp.arange(len(ids))[None], jnp.ones((1, len(ids)), bool))
+      return model_lib.logits(cfg, params, h)[..., td.vocab.of_token]
+
+    ours = coconut_logits(params, tokens)
     ref_cfg, ref_params = pretrained.load(self.checkpoint)
-    ref = transformer.Decoder(ref_cfg).apply({'params': ref_params}, tokens)
+    ref = jax.jit(transformer.Decoder(ref_cfg).apply)({'params': ref_params}, tokens)
     ref = ref[0] if isinstance(ref, tuple) else ref
     np.testing.assert_allclose(ours, ref[..., :td.tokenizer.get_vocab_size()], rtol=1e-5,
                                atol=1e-5)
@@ -238,11 +244,13 @@ class PaperPipelineTest(absltest.TestCase):
     cfg = coconut.decoder_config(c)
     params = coconut.initial_params(c, cfg, None)
     rows = {k: jnp.asarray(coconut.datasets(c)['train'][k][:4]) for k in coconut.FIELDS}
-    seq = coconut.make_sequence(c, rows, model_lib.METHODS.index('coconut'), 1)
     first, _, _ = coconut.sizes(c)
-    grad_fn = jax.jit(jax.value_and_grad(
-        lambda p: model_lib.sequence_loss(cfg, p, seq, first, coconut.max_latents(c))[0]))
-    loss, grads = grad_fn(params)
+
+    def loss_fn(p, rows):   # the layout built in the same program (as get_batch does), not eagerly
+      seq = coconut.make_sequence(c, rows, model_lib.METHODS.index('coconut'), 1)
+      return model_lib.sequence_loss(cfg, p, seq, first, coconut.max_latents(c))[0]
+
+    loss, grads = jax.jit(jax.value_and_grad(loss_fn))(params, rows)
     self.assertTrue(np.isfinite(float(loss)))
     self.assertTrue(all(np.isfinite(g).all() and np.any(g != 0) for g in jax.tree.leaves(grads)))
 

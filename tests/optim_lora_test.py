@@ -1,5 +1,7 @@
 """Tests of jaxdyn.optim.lora: LoRA, ReLoRA and low-rank factorisation on the shared Decoder."""
 
+import functools
+
 from absl.testing import absltest, parameterized
 import jax
 import jax.numpy as jnp
@@ -19,11 +21,14 @@ TOKENS = jax.random.randint(jax.random.key(0), (2, 6), 0, 16)
 RANK = 4
 
 
+@functools.cache
 def dense_params():
-  return MODEL.init(jax.random.key(1), TOKENS)['params']
+  """The Decoder's params (initialised once, compiled, and shared: jax arrays are immutable)."""
+  return jax.jit(MODEL.init)(jax.random.key(1), TOKENS)['params']
 
 
-def logits(params):
+@jax.jit
+def logits(params):   # one compiled forward for the dense, merged and LoRA-applied params alike
   return MODEL.apply({'params': params}, TOKENS)
 
 

@@ -369,6 +369,12 @@ def probe(layout: model_lib.Layout, params, test: dict, method: str, num: int = 
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
+def _generate(layout: model_lib.Layout, params, rows, method_id):
+  """B×G greedy generations of one member in its method's inference layout (one program)."""
+  return layout.generate(params, rows, method_id)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
 def _generate_members(layout: model_lib.Layout, params_S, rows, method_ids_S):
   """S×B×G greedy generations of every member in its method's inference layout (one program)."""
   return jax.vmap(lambda params, method_id: layout.generate(params, rows, method_id))(
@@ -424,7 +430,7 @@ def thought_ablation(layout: model_lib.Layout, params_S, methods: Sequence[str],
     if name not in THOUGHT_METHODS:
       continue
     params = jax.tree.map(lambda a, i=i: a[i], params_S)
-    with_t = np.asarray(layout.generate(params, rows, jnp.int32(model_lib.METHODS.index(name))))
+    with_t = np.asarray(_generate(layout, params, rows, jnp.int32(model_lib.METHODS.index(name))))
     without = np.asarray(_generate_without_thoughts(layout, params, rows))
     target = np.asarray(d['target'])
     p = probe(layout, params, d, name, num)
