@@ -2,13 +2,15 @@
 programs equal the 1-device program.
 
 Runs in a subprocess so that only it sees 8 devices (the device count is fixed when jax starts); one
-subprocess (started once for the class) runs both children's programs.
+subprocess (started once for the class) runs both children's programs. No run draws its figures (not
+what is checked here).
 """
 
 import json
 import os
 import subprocess
 import sys
+from unittest import mock
 
 from absl.testing import absltest
 import jax
@@ -26,6 +28,7 @@ import jax
 import numpy as np
 from jaxdyn.experiments import modular_addition
 assert jax.device_count() == 8, jax.devices()
+modular_addition.write_figures = lambda result, config: None
 out = {}
 for name, sweep, data in (('data_parallel', 1, 8), ('sweep_and_data', 2, 4)):
   config = modular_addition.get_config('tiny')
@@ -46,6 +49,7 @@ import numpy as np
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.experiments import galore_pretrain
 assert jax.device_count() == 8, jax.devices()
+galore_pretrain.analysis.write_curves_figure = lambda *args: None
 mesh = mesh_lib.make_mesh(1, 1, 8)
 out = {'specs': [list(mesh_lib.fsdp_sharding(mesh, shape).spec)
                  for shape in ((1, 256, 64), (1, 12, 2048), (1, 3, 5), (1, 8, 8))]}
@@ -97,7 +101,8 @@ class MultiDeviceTest(absltest.TestCase):
     # eps 1e-2 the update is Lipschitz in the gradient and the programs must agree to float noise.
     # (GaLore is left out: its SVD subspace at rank r turns the same noise into a rotated basis.)
     config.method, config.opt.eps = 'full_adamw', 1e-2
-    single = galore_pretrain.train_and_evaluate(config, self.create_tempdir().full_path)
+    with mock.patch.object(galore_pretrain.analysis, 'write_curves_figure', lambda *args: None):
+      single = galore_pretrain.train_and_evaluate(config, self.create_tempdir().full_path)
     flat = jax.tree_util.tree_flatten_with_path(single.params)[0]
     self.assertEqual(set(out['params']), {jax.tree_util.keystr(path) for path, _ in flat})
     for path, value in flat:
@@ -110,7 +115,8 @@ class MultiDeviceTest(absltest.TestCase):
 
     config = modular_addition.get_config('tiny')
     config.data.modulus = 11
-    reference = modular_addition.train_and_evaluate(config, self.create_tempdir().full_path)
+    with mock.patch.object(modular_addition, 'write_figures', lambda result, config: None):
+      reference = modular_addition.train_and_evaluate(config, self.create_tempdir().full_path)
     self.assertEqual(jax.device_count(), 1)
     for name, result in results.items():
       with self.subTest(name):

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from unittest import mock
 
 from absl.testing import absltest, parameterized
 import jax
@@ -39,6 +40,12 @@ def tiny(**overrides):
       node = node[g]
     node[last] = value
   return config
+
+
+def without_figures(test):
+  """For a test that checks records, params or errors but not curves.png: the report's drawing
+  (about a third of a warm `:tiny` run) is skipped; the golden and diverged-sweep tests keep it."""
+  return mock.patch.object(modular_addition, 'write_figures', lambda result, config: None)(test)
 
 
 def read_lines(workdir):
@@ -237,6 +244,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertTrue(os.path.exists(os.path.join(result.workdir, 'figures', 'curves.png')))
     self.assertEqual(sorted(os.listdir(os.path.join(result.workdir, 'checkpoints'))), ['20', '40'])
 
+  @without_figures
   def test_dynamics_statistics_are_logged_per_layer(self):
     result = modular_addition.train_and_evaluate(tiny(train__steps=10),
                                                  self.create_tempdir().full_path)
@@ -248,6 +256,7 @@ class TrainerTest(parameterized.TestCase):
                                np.linalg.norm(result.params['W_a'].reshape(2, -1), axis=1),
                                rtol=0.2)  # logged before the last update; same magnitude
 
+  @without_figures
   def test_resume_equals_uninterrupted(self):
     straight = self.create_tempdir().full_path
     modular_addition.train_and_evaluate(tiny(), straight)
@@ -258,6 +267,7 @@ class TrainerTest(parameterized.TestCase):
     assert_trees_equal(final_params(resumed, 40), final_params(straight, 40))
     self.assertLen(result.history['step'], 9)   # history rebuilt across the resume
 
+  @without_figures
   def test_resume_with_a_different_config_is_refused(self):
     workdir = self.create_tempdir().full_path
     modular_addition.train_and_evaluate(tiny(train__steps=20), workdir)
@@ -267,6 +277,7 @@ class TrainerTest(parameterized.TestCase):
   @parameterized.parameters(('model__hidden', 32, "model.hidden=16; refusing to resume it with "
                                                   "model.hidden=32"),
                             ('num_seeds', 3, 'num_seeds=2; refusing to resume it with num_seeds=3'))
+  @without_figures
   def test_a_changed_shape_is_refused_by_name_before_any_restore(self, field, value, message):
     workdir = self.create_tempdir().full_path
     modular_addition.train_and_evaluate(tiny(train__steps=20), workdir)
@@ -275,6 +286,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertFalse(os.path.exists(os.path.join(workdir, 'checkpoints_unreadable')))
     self.assertTrue(os.path.isdir(os.path.join(workdir, 'checkpoints', '20')))
 
+  @without_figures
   def test_fewer_steps_than_the_run_reached_is_refused(self):
     workdir = self.create_tempdir().full_path
     modular_addition.train_and_evaluate(tiny(), workdir)
@@ -282,6 +294,7 @@ class TrainerTest(parameterized.TestCase):
       modular_addition.train_and_evaluate(tiny(train__steps=20), workdir)
     modular_addition.train_and_evaluate(tiny(), workdir)   # the same steps: nothing to do, no error
 
+  @without_figures
   def test_a_rerun_without_a_checkpoint_restarts_its_history(self):
     straight = self.create_tempdir().full_path
     modular_addition.train_and_evaluate(tiny(), straight)
@@ -296,6 +309,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertEqual(read_lines(workdir), read_lines(straight))
     self.assertLen(result.history['step'], 9)
 
+  @without_figures
   def test_unreadable_checkpoint_falls_back_to_previous(self):
     straight = self.create_tempdir().full_path
     modular_addition.train_and_evaluate(tiny(train__steps=60), straight)
@@ -314,6 +328,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertEqual(read_lines(workdir), read_lines(straight))
     assert_trees_equal(final_params(workdir, 60), final_params(straight, 60))
 
+  @without_figures
   def test_no_readable_checkpoint_is_an_error(self):
     workdir = self.create_tempdir().full_path
     modular_addition.train_and_evaluate(tiny(train__steps=20), workdir)
@@ -323,6 +338,7 @@ class TrainerTest(parameterized.TestCase):
     with self.assertRaisesRegex(ckpt_lib.CheckpointReadError, 'checkpoints/20'):
       modular_addition.train_and_evaluate(tiny(train__steps=40), workdir)
 
+  @without_figures
   def test_vmapped_sweep_equals_single_runs(self):
     config = tiny(num_seeds=2)
     config.sweep.lr = (0.01, 0.03)
@@ -347,6 +363,7 @@ class TrainerTest(parameterized.TestCase):
     self.assertTrue(np.isfinite(result.final('train/loss')[0]))
     self.assertTrue(os.path.exists(os.path.join(workdir, 'figures', 'curves.png')))
 
+  @without_figures
   def test_non_finite_loss_names_step_and_checkpoint(self):
     config = tiny(opt__lr=1e6, opt__name='sgd', train__steps=200)
     with self.assertRaisesRegex(FloatingPointError,
@@ -354,6 +371,7 @@ class TrainerTest(parameterized.TestCase):
       modular_addition.train_and_evaluate(config, self.create_tempdir().full_path)
 
   @parameterized.parameters(('adamw',), ('sgd',))
+  @without_figures
   def test_other_optimizers_and_minibatches_learn(self, name):
     config = tiny(opt__name=name, data__batch_size=16, train__steps=100, opt__lr=0.05)
     result = modular_addition.train_and_evaluate(config, self.create_tempdir().full_path)

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from unittest import mock
 
 import jax
 import numpy as np
@@ -123,7 +124,8 @@ class WorkdirDamageTest(absltest.TestCase):
     config = modular_addition.get_config('tiny')
     config.num_seeds = 1
     config.sweep.lr = (0.01, 1e6)
-    result = modular_addition.train_and_evaluate(config, workdir)
+    with mock.patch.object(modular_addition, 'write_figures', lambda result, config: None):
+      result = modular_addition.train_and_evaluate(config, workdir)   # the records, not figures
     self.assertEqual(list(result.diverged), [1])
     first = result.diverged[1]
     rows = [json.loads(l) for l in open(os.path.join(workdir, metrics_lib.METRICS_FILE))]
@@ -227,6 +229,10 @@ class DamagedWorkdirResumeTest(absltest.TestCase):
     jax.config.update('jax_persistent_cache_min_compile_time_secs', 0.0)
     cls.reference = cls.run_in(os.path.join(cls.tmp, 'reference'), MORE)
     cls.base = os.path.join(cls.tmp, 'base')
+    # W's programs are the reference's: compiled once (W starts with the reference's cache, as a
+    # launch given a shared --compilation_cache_dir would).
+    shutil.copytree(os.path.join(cls.tmp, 'reference', 'compile_cache'),
+                    os.path.join(cls.base, 'compile_cache'))
     cls.run_in(cls.base, STEPS)
 
   @classmethod

@@ -42,6 +42,21 @@ def launch_two_processes(workdir, **kw):
                  f'--process_id={i}', **kw) for i in (0, 1)]
 
 
+def wait_for_lock(proc, workdir, timeout=240):
+  """Until `proc` holds the workdir's lock (its file names the process)."""
+  path = os.path.join(workdir, workdir_lock.LOCK_FILE)
+  deadline = time.time() + timeout
+  while time.time() < deadline and proc.poll() is None:
+    try:
+      with open(path) as f:
+        if json.load(f).get('pid') == proc.pid:
+          return
+    except (OSError, ValueError):   # not there yet, or being written
+      pass
+    time.sleep(0.05)
+  raise AssertionError('the run ended or stalled before it took the workdir\'s lock')
+
+
 def finish(test, procs, code=0):
   for proc in procs:
     _, err = proc.communicate(timeout=300)
@@ -67,14 +82,14 @@ class LaunchTest(absltest.TestCase):
   def test_second_launch_is_refused_and_ctrl_c_exits_cleanly(self):
     workdir = self.create_tempdir().full_path
     first = launch(workdir)
-    wait_for_records(first, workdir, 100)
-
+    wait_for_lock(first, workdir)   # the second launch starts while the first compiles and trains
     second = launch(workdir)
     _, err = second.communicate(timeout=240)
     self.assertEqual(second.returncode, 1, err[-2000:])
     self.assertIn(f'is in use by process {first.pid}', err)
     self.assertNotIn('Traceback', err)
 
+    wait_for_records(first, workdir, 100)
     self.assertIsNone(first.poll(), 'the first run ended before Ctrl-C')
     first.send_signal(signal.SIGINT)
     _, err = first.communicate(timeout=240)
@@ -107,10 +122,11 @@ class MultiProcessTest(absltest.TestCase):
     finish(self, procs, code=128 + signal.SIGTERM)
     saved = [int(d) for d in os.listdir(os.path.join(workdir, 'checkpoints')) if d.isdigit()]
     self.assertTrue(saved, saved)   # both processes stopped at one agreed step and saved there
-    steps = max(saved) + 30   # relaunched (both processes), it runs on to the end
-    finish(self, launch_two_processes(workdir, steps=steps, checkpoint_every=500))
-    one = self.create_tempdir().full_path
+    steps = max(saved) + 30   # relaunched (both processes), it runs on to the end; meanwhile the
+    one = self.create_tempdir().full_path   # same job as one process of four devices
+    relaunched = launch_two_processes(workdir, steps=steps, checkpoint_every=500)
     finish(self, [launch(one, '--jax_num_cpu_devices=4', steps=steps, checkpoint_every=500)])
+    finish(self, relaunched)
     self.assertEqual(metrics_lib.read_metrics(workdir), metrics_lib.read_metrics(one))
     self.assertEqual(sorted(os.listdir(os.path.join(workdir, 'figures'))),
                      sorted(os.listdir(os.path.join(one, 'figures'))))
