@@ -131,10 +131,12 @@ def joma_case(members: int):
   config = _configured('joma_hierarchical', joma_hierarchical.get_config())
   config.num_seeds = members
   task = joma_hierarchical.build_task(config)
-  rows_config = config.copy_and_resolve_references()
-  rows_config.data.class_counts = False
-  rows_task = joma_hierarchical.build_task(rows_config) if config.data.class_counts else None
-  batch = _first_batch(rows_task or task)   # the labels the experiment's first batch counts
+  rows_task = None
+  if config.data.class_counts:
+    rows_config = config.copy_and_resolve_references()
+    rows_config.data.class_counts = False
+    rows_task = joma_hierarchical.build_task(rows_config)
+  batch = _first_batch(rows_task or task)   # the drawn rows (PyTorch's batch)
   decoder = joma_hierarchical.decoder_config(config)
   spec = {'builder': 'joma_hierarchical', 'vocab_size': decoder.vocab_size,
           'd_model': decoder.d_model, 'mlp_dim': decoder.mlp_width, 'num_layers': decoder.num_layers,
@@ -255,13 +257,11 @@ def main(argv):
         if torch_names:
           label = f'both {mode}' if mode == 'sampled' else 'both fixed batch'
           suffix = '' if mode == 'sampled' else ' fixed'
-          if rows_task is not None:
-            _versus(t, tokens, f'1 member{suffix}', torch_names,
-                    f'{label}, the experiment\'s step (class counts)')
-            _versus(t, tokens, f'1 member rows{suffix}', torch_names,
-                    f'{label}, the same arithmetic (drawn rows)')
-          else:
-            _versus(t, tokens, f'1 member{suffix}', torch_names, label)
+          steps_timed = ([('1 member', '')] if rows_task is None else
+                         [('1 member', ', the experiment\'s step (class counts)'),
+                          ('1 member rows', ', the same arithmetic (drawn rows)')])
+          for jax_name, what in steps_timed:
+            _versus(t, tokens, jax_name + suffix, torch_names, label + what)
   finally:
     if torch is not None:
       torch.close()

@@ -10,44 +10,15 @@ once by the two xdist workers (or another process taking the port meanwhile) can
 kernel then dies with `ZMQError: Address already in use`.
 """
 
-import contextlib
-import fcntl
 import os
-import tempfile
 from unittest import mock
 
 import nbclient
 import nbformat
 
-START_ATTEMPTS = 3
+import shared_runs
 
-
-@contextlib.contextmanager
-def _one_start_at_a_time():
-  folder = os.environ.get('JAXDYN_TEST_TMPDIR') or tempfile.gettempdir()
-  with open(os.path.join(folder, 'notebook_kernel_start.lock'), 'a') as f:
-    fcntl.flock(f, fcntl.LOCK_EX)
-    try:
-      yield
-    finally:
-      fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _started_client(nb, workdir: str, timeout: int) -> nbclient.NotebookClient:
-  """A client whose kernel has started and answered (its ports bound), ready to `execute`."""
-  for attempt in range(START_ATTEMPTS):
-    client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name='python3',
-                                     resources={'metadata': {'path': workdir}})
-    client.km = client.create_kernel_manager()
-    try:
-      with _one_start_at_a_time():
-        client.start_new_kernel()
-        client.start_new_kernel_client()   # waits until the kernel answers; cleans up on failure
-      return client
-    except RuntimeError:   # the kernel died while starting
-      if attempt == START_ATTEMPTS - 1:
-        raise
-  raise AssertionError('unreachable')
+START_ATTEMPTS = 3   # kernel starts tried before a start failure fails the test
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDER = os.path.join(ROOT, 'docs', 'notebooks')
@@ -75,3 +46,25 @@ def execute(test_case, name: str, timeout: int = 300, smaller=None):
   images = sum('image/png' in o.get('data', {}) for cell in nb.cells if cell.cell_type == 'code'
                for o in cell.outputs)
   return nb, outputs, images
+
+
+def _start(nb, workdir: str, timeout: int) -> nbclient.NotebookClient:
+  """A client whose kernel has started and answered (its ports bound), ready to `execute`; a
+  RuntimeError if the kernel died while starting (the client then cleans up after it)."""
+  client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name='python3',
+                                   resources={'metadata': {'path': workdir}})
+  client.km = client.create_kernel_manager()
+  with shared_runs.session_lock('notebook_kernel_start'):
+    client.start_new_kernel()
+    client.start_new_kernel_client()   # waits until the kernel answers
+  return client
+
+
+def _started_client(nb, workdir: str, timeout: int) -> nbclient.NotebookClient:
+  """`_start`, tried again (up to `START_ATTEMPTS` starts in all) while the kernel dies starting."""
+  for _ in range(START_ATTEMPTS - 1):
+    try:
+      return _start(nb, workdir, timeout)
+    except RuntimeError:   # the kernel died while starting: once more
+      pass
+  return _start(nb, workdir, timeout)

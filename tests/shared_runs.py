@@ -5,7 +5,8 @@ The workdir lies in the test session's folder (`JAXDYN_TEST_TMPDIR`: the same fo
 worker, removed when the session ends; see tests/conftest.py) and is used under an exclusive file
 lock: the first caller trains it, the others wait for that and find it finished. A caller that fails
 leaves it unmarked: the next one starts again in an empty folder. Callers only read it (under the
-lock); one that writes a report copies it first.
+lock); one that writes a report copies it first. `session_lock` is that lock, for any other work
+the session's processes must do one at a time (tests/notebook_runner.py starts kernels so).
 """
 
 import contextlib
@@ -24,24 +25,32 @@ def _session_folder() -> str:
 
 
 @contextlib.contextmanager
+def session_lock(name: str):
+  """Holds the exclusive lock `name` (a file in the session's folder) of every process of the test
+  session, xdist workers and their subprocesses included."""
+  with open(os.path.join(_session_folder(), f'{name}.lock'), 'a', encoding='utf-8') as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+      yield
+    finally:
+      fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def locked(name: str):
   """Yields (workdir, done) under `name`'s lock: done says whether an earlier caller finished it
   (left the block without an exception); otherwise the folder is empty, to train in."""
   root = os.path.join(_session_folder(), 'shared_runs')
   os.makedirs(root, exist_ok=True)
   workdir, marker = os.path.join(root, name), os.path.join(root, f'{name}.done')
-  with open(os.path.join(root, f'{name}.lock'), 'w', encoding='utf-8') as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    try:
-      done = os.path.exists(marker)
-      if not done:
-        shutil.rmtree(workdir, ignore_errors=True)
-        os.makedirs(workdir)
-      yield workdir, done
-      if not done:
-        open(marker, 'w', encoding='utf-8').close()
-    finally:
-      fcntl.flock(lock, fcntl.LOCK_UN)
+  with session_lock(os.path.join('shared_runs', name)):
+    done = os.path.exists(marker)
+    if not done:
+      shutil.rmtree(workdir, ignore_errors=True)
+      os.makedirs(workdir)
+    yield workdir, done
+    if not done:
+      open(marker, 'w', encoding='utf-8').close()
 
 
 def token_assorted_tiny():
