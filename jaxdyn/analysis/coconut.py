@@ -369,12 +369,6 @@ def probe(layout: model_lib.Layout, params, test: dict, method: str, num: int = 
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _generate(layout: model_lib.Layout, params, rows, method_id):
-  """B×G greedy generations of one member in its method's inference layout (one program)."""
-  return layout.generate(params, rows, method_id)
-
-
-@functools.partial(jax.jit, static_argnums=(0,))
 def _generate_members(layout: model_lib.Layout, params_S, rows, method_ids_S):
   """S×B×G greedy generations of every member in its method's inference layout (one program)."""
   return jax.vmap(lambda params, method_id: layout.generate(params, rows, method_id))(
@@ -400,15 +394,17 @@ def diagnose(layout: model_lib.Layout, params_S, methods: Sequence[str], seeds: 
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
-def _generate_without_thoughts(layout: model_lib.Layout, params, rows):
-  """B×G greedy generations with <bot> <eot> and no thought between them (every step dropped)."""
+def _generate_with_and_without_thoughts(layout: model_lib.Layout, params, rows, method_id):
+  """B×G greedy generations of one member in its method's inference layout, and B×G with <bot>
+  <eot> and no thought between them (every step dropped): one program for both (one compile
+  instead of two)."""
   b = rows['target'].shape[0]
   full = lambda v: jnp.full((b,), v)
   seq = model_lib.build_sequence(rows['question'], rows['steps'], rows['num_steps'],
                                  rows['target'], full(0), full(model_lib.ALL_STEPS), full(True),
                                  full(True), layout.max_latents)
-  return model_lib.generate(layout.cfg, params, seq, layout.first_latent, layout.max_latents,
-                            layout.max_new_tokens)
+  return layout.generate(params, rows, method_id), model_lib.generate(
+      layout.cfg, params, seq, layout.first_latent, layout.max_latents, layout.max_new_tokens)
 
 
 THOUGHT_METHODS = ('coconut', 'coconut_no_curriculum', 'pause_as_thought')
@@ -430,8 +426,8 @@ def thought_ablation(layout: model_lib.Layout, params_S, methods: Sequence[str],
     if name not in THOUGHT_METHODS:
       continue
     params = jax.tree.map(lambda a, i=i: a[i], params_S)
-    with_t = np.asarray(_generate(layout, params, rows, jnp.int32(model_lib.METHODS.index(name))))
-    without = np.asarray(_generate_without_thoughts(layout, params, rows))
+    with_t, without = (np.asarray(g) for g in _generate_with_and_without_thoughts(
+        layout, params, rows, jnp.int32(model_lib.METHODS.index(name))))
     target = np.asarray(d['target'])
     p = probe(layout, params, d, name, num)
     out.append({'method': name, 'seed': int(seeds[i]), 'questions': int(len(target)),
