@@ -37,8 +37,11 @@ model can only answer from the edges in its context. Arrays of a dataset (B ques
 
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
+import itertools
+import math
 
 import numpy as np
 
@@ -100,16 +103,114 @@ class Spec:
     return len(SPECIALS) + self.num_entities + i
 
 
-def sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float = 1.5,
-               p_only: float = 0.35, depth_weight: float = 1.5):
-  """One DAG of the appendix's construction: (parents: list of lists, labels (N,), depth (N,))."""
+class _Uniforms:
+  """The doubles `rng.random()` would return next, drawn from `rng` in blocks. numpy's Poisson
+  draw for a mean in (0, 10) (its multiplication method), `random()` and `choice(..., p=...)`
+  consume exactly such doubles, so `_sample_dag` reproduces those calls in plain python; `sync`
+  puts `rng` in the state that the consumed doubles alone would have left it in (the unused rest
+  of the block is given back), `start` begins a new block at the current state."""
+
+  def __init__(self, rng: np.random.Generator, block: int):
+    self.rng, self.block = rng, block
+    self.start()
+
+  def start(self):
+    self.state = self.rng.bit_generator.state
+    self.buf, self.pos, self.drawn = [], 0, 0
+
+  def next(self) -> float:
+    if self.pos == len(self.buf):
+      self.drawn += len(self.buf)
+      self.buf, self.pos = self.rng.random(self.block).tolist(), 0
+    self.pos += 1
+    return self.buf[self.pos - 1]
+
+  def sync(self):
+    self.rng.bit_generator.state = self.state
+    self.rng.random(self.drawn + self.pos)
+
+
+def _float64_sum(a: list[float]) -> float:
+  """`np.sum` of a float64 vector in numpy's order (pairwise: 8 partial sums past 7 entries)."""
+  n = len(a)
+  if n < 8:
+    res = 0.0
+    for x in a:
+      res += x
+    return res
+  if n <= 128:
+    r = a[:8]
+    m = n - n % 8
+    for i in range(8, m, 8):
+      for j in range(8):
+        r[j] += a[i + j]
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for x in a[m:]:
+      res += x
+    return res
+  half = n // 2
+  half -= half % 8
+  return _float64_sum(a[:half]) + _float64_sum(a[half:])
+
+
+def _poisson(u: _Uniforms, lam: float, exp_minus_lam: float) -> int:
+  """numpy's Poisson draw (`random_poisson`): the multiplication method for 0 < lam < 10, else
+  `rng.poisson` itself."""
+  if not 0 < lam < 10:
+    u.sync()
+    k = int(u.rng.poisson(lam))
+    u.start()
+    return k
+  k, prod = 0, 1.0
+  while True:
+    prod *= u.next()
+    if prod <= exp_minus_lam:
+      return k
+    k += 1
+
+
+def _weighted_sample(u: _Uniforms, w: list[float], k: int) -> list[int]:
+  """Indices of `rng.choice(len(w), size=k, replace=False, p=w / w.sum())` (numpy's algorithm:
+  k uniforms against the renormalised cdf, repeated ones dropped, found entries zeroed, redrawn
+  for the rest), as a set: in the order found, not the order numpy returns them."""
+  if not all(0 < x < math.inf for x in w):
+    u.sync()
+    p = np.asarray(w)
+    idx = u.rng.choice(len(w), size=k, replace=False, p=p / p.sum())
+    u.start()
+    return [int(i) for i in idx]
+  total = _float64_sum(w)
+  p = [x / total for x in w]
+  found: list[int] = []
+  while len(found) < k:
+    x = [u.next() for _ in range(k - len(found))]
+    for i in found:
+      p[i] = 0.0
+    cdf = list(itertools.accumulate(p))
+    last = cdf[-1]
+    cdf = [c / last for c in cdf]
+    new: list[int] = []
+    for xi in x:
+      j = bisect.bisect_right(cdf, xi)
+      if j not in new:
+        new.append(j)
+    found += new
+  return found
+
+
+def _sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float, p_only: float,
+                depth_weight: float):
+  """`sample_dag` as python lists (parents, labels, depth)."""
+  depth_weight = float(depth_weight)
+  u = _Uniforms(rng, 8 * num_nodes)
+  exp_minus_rate = math.exp(-parent_rate) if 0 < parent_rate < 10 else 0.0
   labels = [1, 2]
   depth = [0, 0]
   parents: list[list[int]] = [[], []]
   groups: dict[int, list[int]] = {0: [], 1: [0], 2: [1], 3: []}
   for idx in range(2, num_nodes):
-    k = int(rng.poisson(parent_rate))
-    r = rng.random()
+    k = _poisson(u, parent_rate, exp_minus_rate)
+    r = u.next()
     if r <= p_only:
       cand = groups[0] + groups[1]
     elif r <= 2 * p_only:
@@ -119,8 +220,8 @@ def sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float = 1.
     k = min(k, len(cand))
     chosen: list[int] = []
     if k:
-      w = 1.0 + depth_weight * np.asarray([depth[c] for c in cand], float)
-      chosen = sorted(int(c) for c in rng.choice(cand, size=k, replace=False, p=w / w.sum()))
+      w = [1.0 + depth_weight * depth[c] for c in cand]
+      chosen = sorted(cand[i] for i in _weighted_sample(u, w, k))
     label = 0
     for c in chosen:
       label |= labels[c]
@@ -128,12 +229,24 @@ def sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float = 1.
     labels.append(label)
     depth.append(1 + min(depth[c] for c in chosen) if chosen else 0)
     groups[label].append(idx)
+  u.sync()
+  return parents, labels, depth
+
+
+def sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float = 1.5,
+               p_only: float = 0.35, depth_weight: float = 1.5):
+  """One DAG of the appendix's construction: (parents: list of lists, labels (N,), depth (N,)).
+
+  Per new node: k ~ Poisson(parent_rate) (`rng.poisson`), a uniform `rng.random()` for the
+  candidate group, then `rng.choice(cand, size=k, replace=False, p=w / w.sum())`; the draws are
+  reproduced in plain python from the same stream of doubles (`_Uniforms`), which is several
+  times faster than the numpy calls on graphs this small."""
+  parents, labels, depth = _sample_dag(rng, num_nodes, parent_rate, p_only, depth_weight)
   return parents, np.asarray(labels), np.asarray(depth)
 
 
-def bfs_dist(children: list[list[int]], source: int) -> np.ndarray:
-  """Hops from `source` along the edges (-1: unreachable), by a plain queue BFS."""
-  dist = np.full(len(children), -1)
+def _bfs_dist(children: list[list[int]], source: int) -> list[int]:
+  dist = [-1] * len(children)
   dist[source] = 0
   queue = collections.deque([source])
   while queue:
@@ -143,6 +256,11 @@ def bfs_dist(children: list[list[int]], source: int) -> np.ndarray:
         dist[v] = dist[u] + 1
         queue.append(v)
   return dist
+
+
+def bfs_dist(children: list[list[int]], source: int) -> np.ndarray:
+  """Hops from `source` along the edges (-1: unreachable), by a plain queue BFS."""
+  return np.asarray(_bfs_dist(children, source), np.int64)
 
 
 def count_shortest_paths(children: list[list[int]], dist: np.ndarray, source: int,
@@ -180,16 +298,20 @@ def sample_shortest_path(rng, children, parents, dist, target) -> list[int]:
   return path[::-1]
 
 
-def root_depths(parents: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
-  """Per node (in topological order), the longest path from a root and the distance to the nearest
-  root, where roots are the nodes without parents."""
-  n = len(parents)
-  longest, nearest = np.zeros(n, np.int64), np.zeros(n, np.int64)
+def _root_depths(parents: list[list[int]]) -> tuple[list[int], list[int]]:
+  longest, nearest = [0] * len(parents), [0] * len(parents)
   for v, ps in enumerate(parents):
     if ps:
       longest[v] = 1 + max(longest[p] for p in ps)
       nearest[v] = 1 + min(nearest[p] for p in ps)
   return longest, nearest
+
+
+def root_depths(parents: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+  """Per node (in topological order), the longest path from a root and the distance to the nearest
+  root, where roots are the nodes without parents."""
+  longest, nearest = _root_depths(parents)
+  return np.asarray(longest, np.int64), np.asarray(nearest, np.int64)
 
 
 MAX_DRAWS = 100_000   # graphs drawn for one question before the law is declared unsatisfiable
@@ -202,33 +324,38 @@ def sample_question(rng: np.random.Generator, spec: Spec) -> dict:
   answer's), at most max_edges edges."""
   for _ in range(MAX_DRAWS):
     n = int(rng.integers(spec.min_nodes, spec.max_nodes + 1))
-    parents, labels, _ = sample_dag(rng, n, spec.parent_rate, spec.p_only, spec.depth_weight)
+    parents, labels, _ = _sample_dag(rng, n, spec.parent_rate, spec.p_only, spec.depth_weight)
+    num_edges = sum(len(p) for p in parents)
+    if num_edges > spec.max_edges or num_edges == 0:   # redrawn before any other draw
+      continue
     children: list[list[int]] = [[] for _ in range(n)]
     for v, ps in enumerate(parents):
       for p in ps:
         children[p].append(v)
-    num_edges = sum(len(p) for p in parents)
-    dist = bfs_dist(children, 0)
-    leaf = [not children[v] for v in range(n)]
-    answers = [v for v in range(1, n) if labels[v] == 1 and leaf[v]
+    dist = _bfs_dist(children, 0)
+    answers = [v for v in range(1, n) if labels[v] == 1 and not children[v]
                and spec.min_hops <= dist[v] <= spec.max_steps]
-    distractors = [v for v in range(2, n) if labels[v] == 2 and leaf[v] and parents[v]]
-    if spec.match_depth and answers and distractors:
-      longest, nearest = root_depths(parents)
+    distractors = [v for v in range(2, n) if labels[v] == 2 and not children[v] and parents[v]]
+    if not answers or not distractors:
+      continue
+    if spec.match_depth:
+      longest, nearest = _root_depths(parents)
       key = lambda v: (longest[v], nearest[v])
       common = {key(v) for v in answers} & {key(v) for v in distractors}
       answers = [v for v in answers if key(v) in common]
     if spec.answer == 'deepest' and answers:
-      answers = [v for v in answers if dist[v] == max(dist[u] for u in answers)]
-    if not answers or not distractors or num_edges > spec.max_edges or num_edges == 0:
+      deepest = max(dist[u] for u in answers)
+      answers = [v for v in answers if dist[v] == deepest]
+    if not answers:
       continue
     target = int(rng.choice(answers))
     if spec.match_depth:
       distractors = [v for v in distractors if key(v) == key(target)]
     distractor = int(rng.choice(distractors))
+    dist = np.asarray(dist)
     path = sample_shortest_path(rng, children, parents, dist, target)
-    return dict(parents=parents, children=children, labels=labels, dist=dist, target=target,
-                distractor=distractor, path=path, num_nodes=n, num_edges=num_edges,
+    return dict(parents=parents, children=children, labels=np.asarray(labels), dist=dist,
+                target=target, distractor=distractor, path=path, num_nodes=n, num_edges=num_edges,
                 num_shortest=count_shortest_paths(children, dist, 0, target))
   raise RuntimeError(f'no question of the law {spec} in {MAX_DRAWS} graphs drawn (an answer leaf '
                      f'min_hops..max_steps away, a distractor, at most max_edges edges)')
