@@ -22,6 +22,7 @@ the trained embedding with its edges shuffled (the chance level).
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -194,12 +195,15 @@ def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
       hparams=experiment.member_grid(config), shared_data=shared)
 
 
+@functools.partial(jax.jit, static_argnums=(0,))
+def _first_layer(cfg: transformer.DecoderConfig, params, tok):
+  return transformer.forward_with_intermediates(cfg, {'params': params}, tok)[1].hidden_states[1]
+
+
 def first_layer_fn(config):
-  """jit(params, tokens B×T) -> the hidden states after the first block, B×T×D (one compile for
-  every params of this config)."""
-  cfg = make_model(config).config
-  return jax.jit(lambda params, tok: transformer.forward_with_intermediates(
-      cfg, {'params': params}, tok)[1].hidden_states[1])
+  """jit(params, tokens B×T) -> the hidden states after the first block, B×T×D (one compile per
+  decoder config, shared by every params and every call)."""
+  return functools.partial(_first_layer, make_model(config).config)
 
 
 def edge_embeddings(config, params, seed: int = 0, *, held=None,
@@ -221,11 +225,17 @@ def embedding_analysis(config, params, seed: int = 0, **kw) -> dict[str, float]:
                                        config.analysis.dims, seed)
 
 
+@functools.partial(jax.jit, static_argnums=(0, 2))
+def _init_params(cfg: transformer.DecoderConfig, key, t: int):
+  return model_lib.init_params(transformer.Decoder(cfg), key, t)
+
+
 def member_init(config, member: int):
-  """The initial params of sweep member `member` (the trainer's key: seed, fold_in 0)."""
-  model, t = make_model(config), seq_len(config)
+  """The initial params of sweep member `member` (the trainer's key: seed, fold_in 0); one compile
+  per decoder config (a jit made per call traced and compiled Flax's init again: 1.5 CPU-s each,
+  three per report)."""
   key = jax.random.fold_in(jax.random.key(config.seed + member), 0)
-  return jax.jit(lambda k: model_lib.init_params(model, k, t))(key)
+  return _init_params(make_model(config).config, key, seq_len(config))
 
 
 def sln_by_size(config, held=None) -> dict[str, dict[int, float]]:
