@@ -29,6 +29,31 @@ def all_paths(adj, u, v):
   return [[u] + p for w in np.flatnonzero(adj[u]) for p in all_paths(adj, w, v)]
 
 
+def numpy_calls_dag(rng, num_nodes, parent_rate, p_only, depth_weight):
+  """The DAG law written with numpy's own draws (`rng.poisson`, `rng.random`, `rng.choice` with
+  weights): `prosqa.sample_dag` replays these draws in plain python and must match them."""
+  labels, depth, parents = [1, 2], [0, 0], [[], []]
+  groups = {0: [], 1: [0], 2: [1], 3: []}
+  for idx in range(2, num_nodes):
+    k = int(rng.poisson(parent_rate))
+    r = rng.random()
+    cand = (groups[0] + groups[1] if r <= p_only else
+            groups[0] + groups[2] if r <= 2 * p_only else list(range(idx)))
+    k = min(k, len(cand))
+    chosen = []
+    if k:
+      w = 1.0 + depth_weight * np.asarray([depth[c] for c in cand], float)
+      chosen = sorted(int(c) for c in rng.choice(cand, size=k, replace=False, p=w / w.sum()))
+    label = 0
+    for c in chosen:
+      label |= labels[c]
+    parents.append(chosen)
+    labels.append(label)
+    depth.append(1 + min(depth[c] for c in chosen) if chosen else 0)
+    groups[label].append(idx)
+  return parents, labels, depth
+
+
 class GeneratorTest(parameterized.TestCase):
 
   def test_deterministic_in_seed(self):
@@ -37,6 +62,27 @@ class GeneratorTest(parameterized.TestCase):
       np.testing.assert_array_equal(a[k], b[k])
     c = prosqa.make_dataset(4, 20, SMALL)
     self.assertFalse(np.array_equal(a['question'], c['question']))
+
+  def test_sample_dag_replays_numpys_draws(self):
+    # Parameters of the configs and off them (a Poisson mean of 0 and >= 10 and zero weights go
+    # through numpy itself); the generator's state afterwards must match too.
+    for seed in range(6):
+      for num_nodes, rate, p_only, depth_weight in ((9, 1.5, 0.35, 1.5), (26, 1.5, 0.35, 1.5),
+                                                    (14, 3.0, 0.2, 0.0), (12, 0.0, 0.35, 1.5),
+                                                    (12, 12.0, 0.35, 1.5), (30, 0.7, 0.5, 4.0),
+                                                    (10, 2.0, 0.35, -1.0)):
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        try:
+          want = numpy_calls_dag(a, num_nodes, rate, p_only, depth_weight)
+        except ValueError as e:
+          with self.assertRaises(ValueError, msg=str(e)):
+            prosqa.sample_dag(b, num_nodes, rate, p_only, depth_weight)
+          continue
+        parents, labels, depth = prosqa.sample_dag(b, num_nodes, rate, p_only, depth_weight)
+        self.assertEqual(parents, want[0])
+        np.testing.assert_array_equal(labels, want[1])
+        np.testing.assert_array_equal(depth, want[2])
+        self.assertEqual(a.random(), b.random())
 
   def test_labels_are_reachability_from_the_two_roots(self):
     rng = np.random.default_rng(0)
