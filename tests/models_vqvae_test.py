@@ -168,11 +168,16 @@ class CodebookUpdateTest(parameterized.TestCase):
       updates, state = tx.update(grads, state)
       return optax.apply_updates(params, updates), state
 
-    params, state = jax.lax.fori_loop(0, 250, lambda _, c: step(*c), (params, state))
-    _, aux = vqvae.loss_fn(config, params, chunks)
-    self.assertEqual(float(aux['exact']), 1.0)
-    table = vqvae.code_table(config, params)
-    np.testing.assert_array_equal(table[vqvae.codes_of(config, params, chunks)], chunks)
+    @jax.jit   # the training and its evaluation as one program (not op by op)
+    def train_and_decode(params, state):
+      params, state = jax.lax.fori_loop(0, 250, lambda _, c: step(*c), (params, state))
+      _, aux = vqvae.loss_fn(config, params, chunks)
+      table = vqvae.code_table(config, params)
+      return aux['exact'], table[vqvae.codes_of(config, params, chunks)]
+
+    exact, decoded = train_and_decode(params, state)
+    self.assertEqual(float(exact), 1.0)
+    np.testing.assert_array_equal(decoded, chunks)
 
 
 if __name__ == '__main__':
