@@ -80,22 +80,26 @@ class AssembleTest(parameterized.TestCase):
 
 
 class ParseGenerationsTest(absltest.TestCase):
+  """The scorer on one set of problems; its program and the assembler's are compiled once for the
+  class (every test scores generations of the same shape)."""
 
-  def setUp(self):
-    super().setUp()
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
     p = data_lib.problems(3, 8, N, 3)
-    self.p = p
+    cls.p = p
     # An exact code table over all 9 chunk contents (code = 3a + b), one spare code.
-    self.table = np.array([[a, b] for a in range(3) for b in range(3)] + [[0, 0]])
+    cls.table = np.array([[a, b] for a in range(3) for b in range(3)] + [[0, 0]])
     ch = data_lib.chunks(p['trace'], L)
-    self.codes = ch[..., 0] * 3 + ch[..., 1]
-    self.parse = jax.jit(lambda g: data_lib.parse_generations(
-        V, g, jnp.asarray(p['answer']), jnp.asarray(p['trace']), jnp.asarray(self.table)))
+    cls.codes = ch[..., 0] * 3 + ch[..., 1]
+    cls.parse = staticmethod(jax.jit(lambda g: data_lib.parse_generations(
+        V, g, jnp.asarray(p['answer']), jnp.asarray(p['trace']), jnp.asarray(cls.table))))
+    cls.assemble = staticmethod(jax.jit(jax.vmap(
+        lambda q, t, c, m: data_lib.assemble(V, L, q, t, c, m, True), in_axes=(0, 0, 0, None))))
 
   def _generations(self, m):
-    asm = jax.vmap(lambda q, t, c: data_lib.assemble(V, L, q, t, c, m, True))
-    toks = asm(jnp.asarray(self.p['question']), jnp.asarray(self.p['trace']),
-               jnp.asarray(self.codes))['tokens']
+    toks = self.assemble(jnp.asarray(self.p['question']), jnp.asarray(self.p['trace']),
+                         jnp.asarray(self.codes), m)['tokens']
     return np.array(toks[:, N + 2:])
 
   def test_true_sequences_score_correct(self):
@@ -168,8 +172,9 @@ class BudgetTest(absltest.TestCase):
     p = data_lib.problems(5, 64, N, 3)
     gen = np.concatenate([p['trace'], np.full((64, 1), V.ans), p['answer'][:, None],
                           np.full((64, 1), V.eos)], 1)
-    parsed = data_lib.parse_generations(V, jnp.asarray(gen), jnp.asarray(p['answer']),
-                                        jnp.asarray(p['trace']), jnp.zeros((10, L), jnp.int32))
+    parsed = jax.jit(data_lib.parse_generations, static_argnums=0)(
+        V, jnp.asarray(gen), jnp.asarray(p['answer']), jnp.asarray(p['trace']),
+        jnp.zeros((10, L), jnp.int32))
     prompt = np.concatenate([np.full((64, 1), V.bos), p['question'], np.full((64, 1), V.bot)], 1)
     seq = np.asarray(data_lib.budget_sequences(V, jnp.asarray(prompt), jnp.asarray(gen), N - 2))
     last_written = seq[:, -2]

@@ -6,7 +6,7 @@ import functools
 from absl.testing import absltest, parameterized
 import jax
 import jax.numpy as jnp
-from jax.test_util import check_grads
+from jax.test_util import check_vjp
 import numpy as np
 
 from jaxdyn.models import transformer
@@ -34,23 +34,44 @@ def with_sink_logits(params, value=0.7):
       lambda path, leaf: leaf + value if 'sink' in jax.tree_util.keystr(path) else leaf, params)
 
 
+def _squared_logits(params, config, tokens_BxT):
+  return jnp.mean(transformer.Decoder(config).apply({'params': params}, tokens_BxT) ** 2)
+
+
+# One program per config for the whole file.
+_squared_logits_value_and_grad = jax.jit(jax.value_and_grad(_squared_logits), static_argnums=1)
+
+
 class DecoderTest(parameterized.TestCase):
 
   @parameterized.parameters(*transformer.ATTENTION_KINDS)
   def test_gradients_match_finite_differences(self, attention):
+    """`check_grads(loss, (params,), order=1, modes=('rev',))` in float64, its evaluations from one
+    compiled program: the loss with its gradient, whose product with a cotangent is the loss's VJP
+    (a scalar output). The parameters are drawn in float32, as the other tests' (op by op, the
+    programs shared), and widened."""
+    config = tiny_config(attention=attention, positions='rope', init_std=0.3)
+    tokens = random_tokens()
+    params = with_sink_logits(init(config, tokens))
+    targets = random_tokens(seed=2)
     with jax.enable_x64(True):
-      config = tiny_config(attention=attention, positions='rope',
-                           dtype=jnp.float64, param_dtype=jnp.float64, init_std=0.3)
-      tokens = random_tokens()
-      params = with_sink_logits(init(config, tokens))
-      targets = random_tokens(seed=2)
+      config = dataclasses.replace(config, dtype=jnp.float64, param_dtype=jnp.float64)
+      params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), params)
 
       def loss(params):
         logits = transformer.Decoder(config).apply(params, tokens)
         log_probs = jax.nn.log_softmax(logits)
         return -jnp.take_along_axis(log_probs, targets[..., None], axis=-1).mean()
 
-      check_grads(loss, (params,), order=1, modes=('rev',), atol=1e-5, rtol=1e-5)
+      value_and_grad = jax.jit(jax.value_and_grad(loss))
+
+      def loss_and_vjp(params):
+        value, grads = value_and_grad(params)
+        return value, lambda cotangent: (jax.tree.map(lambda g: g * cotangent, grads),)
+
+      # check_grads(order=1, modes=('rev',)) is this call (its default eps).
+      check_vjp(lambda params: value_and_grad(params)[0], loss_and_vjp, (params,), atol=1e-5,
+                rtol=1e-5)
 
   @parameterized.named_parameters(
       dict(testcase_name='softmax_learned', attention='softmax', positions='learned'),
@@ -265,13 +286,9 @@ class DecoderTest(parameterized.TestCase):
     self.assertEqual(jax.tree.map(lambda x: x.shape, jax.eval_shape(lambda: init(other, tokens))['params']),
                      jax.tree.map(jnp.shape, converted))
 
-    def loss(p, c):
-      return jnp.mean(transformer.Decoder(c).apply({'params': p}, tokens) ** 2)
-
-    # The value with the gradient: one forward (a scan over the layers compiles as a whole, each
-    # forward anew).
-    value, grads = jax.value_and_grad(loss)(converted, other)
-    want_value, want_grads = jax.value_and_grad(loss)(params, config)
+    # The value with the gradient, compiled (the plain layout's program is shared by both cases).
+    value, grads = _squared_logits_value_and_grad(converted, other, tokens)
+    want_value, want_grads = _squared_logits_value_and_grad(params, config, tokens)
     np.testing.assert_allclose(value, want_value, rtol=1e-6)
     if other.scan_layers:
       grads = transformer.unstack_layers(grads, 3)

@@ -46,6 +46,7 @@ check the paper's claims tested on the toy (`analysis.token_assorted.claims`), `
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -281,18 +282,25 @@ def vqvae_schedule(config: ml_collections.ConfigDict) -> task_lib.Schedule:
 def frozen_codes(config, vq_params) -> dict[str, np.ndarray]:
   """Per seed (leading axis): the code of every chunk of the training and held-out traces
   ('train_codes' Sd×N×C, 'heldout_codes') and the chunk each code decodes to ('code_table' Sd×K×L)."""
-  cfg, L = vq_config(config), config.data.chunk_len
+  L = config.data.chunk_len
   train, held = datasets(config)
+  return jax.device_get(_codes_by_seed(vq_config(config), vq_params,
+                                       data_lib.chunks(train['trace'], L),
+                                       data_lib.chunks(held['trace'], L)))
 
-  @jax.jit
+
+@functools.partial(jax.jit, static_argnums=0)
+def _codes_by_seed(cfg: vqvae.VQVAEConfig, vq_params, train_chunks_NxCxL, heldout_chunks_NxCxL):
+  """`frozen_codes` as one program, compiled once per shape: a run asks for the codes three times
+  (the decoder's task, the summary, the codebook figure)."""
   def one(params):
-    def codes(trace):
-      ch = data_lib.chunks(trace, L)
-      return vqvae.codes_of(cfg, params, jnp.asarray(ch.reshape(-1, L))).reshape(ch.shape[:2])
-    return {'train_codes': codes(train['trace']), 'heldout_codes': codes(held['trace']),
+    def codes(chunks_NxCxL):
+      flat = chunks_NxCxL.reshape(-1, cfg.chunk_len)
+      return vqvae.codes_of(cfg, params, flat).reshape(chunks_NxCxL.shape[:2])
+    return {'train_codes': codes(train_chunks_NxCxL), 'heldout_codes': codes(heldout_chunks_NxCxL),
             'code_table': vqvae.code_table(cfg, params)}
 
-  return jax.device_get(jax.lax.map(one, vq_params))
+  return jax.lax.map(one, vq_params)
 
 
 # ----------------------------------------------------------------------------------------------
