@@ -213,8 +213,8 @@ def _superposition(c: ml_collections.ConfigDict) -> None:
   Memory (compile-only, `launch/coconut_memory.py`, float32, the 9 members on one device, compiled
   on CPU): arguments 1.45 GiB, temporaries 25.14 GiB, total 26.60 GiB: one 80 GB H100. Time,
   measured on one H100: 0.16 s per step of the 9 models (compile 67 s), so about 55 minutes for the
-  20,700 steps plus evaluations; writing the 18,686 questions takes about 1-1.5 hours on one CPU
-  core before training starts (0.2-0.3 s per question).
+  20,700 steps plus evaluations; writing the 18,686 questions takes about 70 CPU-s on one core
+  before training starts.
   """
   _zhu_curriculum(c)
   c.data.update(min_nodes=20, max_nodes=26, parent_rate=1.8, p_only=0.35, depth_weight=1.5,
