@@ -82,8 +82,8 @@ def stream_nll(config: ml_collections.ConfigDict, params, streams_BxN: np.ndarra
   elif name == 'dense':
     nll = streaming.dense_nll(dcfg, params, tokens)
   else:
-    num_sink, window = (int(x) for x in name.split('+'))
-    nll = streaming.streaming_nll(dcfg, params, tokens, streaming.CacheSpec(num_sink, window))
+    spec = _spec(name)   # every k+(C−k) in one compiled program (num_sink an array argument)
+    nll = streaming.streaming_nll_of_size(dcfg, params, tokens, np.int32(spec.num_sink), spec.size)
   return np.asarray(nll[:, model_lib.prefix_length(config.variant):])
 
 
@@ -197,31 +197,37 @@ def bigram_stream_nll(config: ml_collections.ConfigDict, params, control: str,
   dcfg = decoder_config(config)
   tokens = control_stream_tokens(config, control, streams_BxN)
   skip = 0 if data_lib.control_first(config, control) < 0 else 1
-  return np.asarray(_one_stream_nll(dcfg, params, tokens, _spec(name))[:, skip:])
+  spec = _spec(name)
+  size = None if spec is None else spec.size
+  num_sink = np.int32(0 if spec is None else spec.num_sink)
+  return np.asarray(_one_stream_nll(dcfg, params, tokens, num_sink, size)[:, skip:])
 
 
 def _spec(name: str) -> streaming.CacheSpec | None:
   return None if name == 'dense' else streaming.CacheSpec(*(int(x) for x in name.split('+')))
 
 
-def _one_stream_nll(dcfg, params, tokens_BxN, spec):
-  if spec is None:
+def _one_stream_nll(dcfg, params, tokens_BxN, num_sink, size):
+  """Dense (`size` None) or the k+(size−k) cache, k = `num_sink` (an array: one program for every
+  k of a cache size)."""
+  if size is None:
     return streaming.dense_nll(dcfg, params, tokens_BxN)
-  return streaming.streaming_nll(dcfg, params, tokens_BxN, spec)
+  return streaming.streaming_nll_of_size(dcfg, params, tokens_BxN, num_sink, size)
 
 
-@functools.partial(jax.jit, static_argnames=('dcfg', 'spec', 'skip'))
-def _members_stream_nll(dcfg, params_by_member, tokens_BxN, spec, skip):
-  """The mean scored NLL (S,) of members stacked on a leading axis (one compiled program)."""
-  return jax.vmap(lambda p: _one_stream_nll(dcfg, p, tokens_BxN, spec)[:, skip:].mean())(
+@functools.partial(jax.jit, static_argnames=('dcfg', 'size', 'skip'))
+def _members_stream_nll(dcfg, params_by_member, tokens_BxN, num_sink, size, skip):
+  """The mean scored NLL (S,) of members stacked on a leading axis (one compiled program per
+  cache size, whatever the number of sinks `num_sink`, and one for dense: `size` None)."""
+  return jax.vmap(lambda p: _one_stream_nll(dcfg, p, tokens_BxN, num_sink, size)[:, skip:].mean())(
       params_by_member)
 
 
 def bigram_stream_perplexities(config: ml_collections.ConfigDict, params_by_member, control: str,
                                streams_BxN: np.ndarray) -> dict[str, np.ndarray]:
   """{evaluation: (S,) perplexity} of members that share a control, their params stacked on a
-  leading axis S and vmapped in groups of `config.num_seeds` (one compiled program per evaluation
-  and group size, shared by the runs of one model shape, not one per member)."""
+  leading axis S and vmapped in groups of `config.num_seeds` (per group size: one compiled program
+  for every k+(C−k), one for dense, shared by the runs of one model shape, not one per member)."""
   dcfg = decoder_config(config)
   tokens = control_stream_tokens(config, control, streams_BxN)
   skip = 0 if data_lib.control_first(config, control) < 0 else 1
@@ -229,7 +235,10 @@ def bigram_stream_perplexities(config: ml_collections.ConfigDict, params_by_memb
   starts = range(0, size, config.num_seeds)
   def group(name, a):
     params = jax.tree.map(lambda x: x[a:a + config.num_seeds], params_by_member)
-    return np.asarray(_members_stream_nll(dcfg, params, tokens, _spec(name), skip), np.float64)
+    spec = _spec(name)
+    num_sink, size = (0, None) if spec is None else (spec.num_sink, spec.size)
+    return np.asarray(_members_stream_nll(dcfg, params, tokens, np.int32(num_sink), size, skip),
+                      np.float64)
   return {name: np.exp(np.concatenate([group(name, a) for a in starts]))
           for name in eval_names(config)}
 
