@@ -226,9 +226,11 @@ def recompute_logits(config: transformer.DecoderConfig, params, tokens_BxN: jax.
   return jnp.swapaxes(logits_NxBxV, 0, 1)
 
 
+@functools.partial(jax.jit, static_argnames=('config', 'window', 'chunk'))
 def recompute_nll(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
                   window: int, chunk: int = 64) -> jax.Array:
-  """NLL B×(N−1) of tokens 1..N−1 with the sliding window re-computed for every token."""
+  """NLL B×(N−1) of tokens 1..N−1 with the sliding window re-computed for every token (one
+  compiled program: the NLL is not taken op by op)."""
   logits = recompute_logits(config, params, tokens_BxN[:, :-1], window, chunk)
   return _token_nll(logits, tokens_BxN[:, 1:])
 
