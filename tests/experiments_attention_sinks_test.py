@@ -57,9 +57,10 @@ class AttentionSinksExperimentTest(parameterized.TestCase):
     bos, sink = lib.control_first(config, 'bos'), lib.control_first(config, 'sink_token')
     np.testing.assert_array_equal(task.data['first'], [bos, bos, -1, -1, sink, sink])
     np.testing.assert_array_equal(task.data['score_first'], [1, 1, 1, 1, 0, 0])
+    get_batch = jax.jit(task.get_batch)   # one program for the members (their data: same shapes)
     for m, first in enumerate(task.data['first']):
       data = {**task.shared_data, 'first': first, 'score_first': task.data['score_first'][m]}
-      tokens = np.asarray(task.get_batch(data, 1, jax.random.key(0))['tokens'])
+      tokens = np.asarray(get_batch(data, 1, jax.random.key(0))['tokens'])
       self.assertEqual(tokens.shape, (4, config.data.seq_len + 1))
       if first >= 0:
         np.testing.assert_array_equal(tokens[:, 0], first)

@@ -1,5 +1,7 @@
 """Tests of jaxdyn.models.attention_sinks: the four sink variants of the shared decoder."""
 
+import functools
+
 from absl.testing import absltest, parameterized
 import jax
 from jax import test_util as jtu
@@ -10,13 +12,24 @@ from jaxdyn.models import attention_sinks as lib
 from jaxdyn.models import transformer
 
 
+@functools.lru_cache(maxsize=None)
 def setup(variant):
+  """The variant's decoder, params and crops, once per variant (the tests copy the params before
+  changing them)."""
   config = lib.decoder_config(variant, num_layers=2, d_model=16, num_heads=2, max_len=16,
                               multiple_of=8)
   model = transformer.Decoder(config)
   params = model.init(jax.random.key(0), jnp.zeros((1, 9), jnp.int32))['params']
   crops = jax.random.randint(jax.random.key(1), (3, 9), 0, 256)
   return config, model, params, crops
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def loss_and_reference(variant, model, params, crops, inputs):
+  """`lib.loss` and the next-token loss of the logits of `inputs` (what it should read), in one
+  compiled program."""
+  logits = model.apply({'params': params}, inputs)[:, inputs.shape[1] - crops.shape[1] + 1:]
+  return lib.loss(variant, model, params, crops), transformer.next_token_loss(logits, crops[:, 1:])
 
 
 class AttentionSinksModelTest(parameterized.TestCase):
@@ -35,9 +48,8 @@ class AttentionSinksModelTest(parameterized.TestCase):
   def test_sink_token_is_prepended_and_its_own_prediction_not_scored(self):
     _, model, params, crops = setup('sink_token')
     inputs = jnp.concatenate([jnp.full((3, 1), lib.SINK_TOKEN), crops[:, :-1]], axis=1)
-    logits = model.apply({'params': params}, inputs)[:, 1:]
-    expected = transformer.next_token_loss(logits, crops[:, 1:])
-    np.testing.assert_allclose(lib.loss('sink_token', model, params, crops), expected, rtol=1e-6)
+    loss, expected = loss_and_reference('sink_token', model, params, crops, inputs)  # logits[:, 1:]
+    np.testing.assert_allclose(loss, expected, rtol=1e-6)
     np.testing.assert_array_equal(lib.with_prefix('sink_token', crops)[:, 0], lib.SINK_TOKEN)
     np.testing.assert_array_equal(lib.with_prefix('sink_token', crops)[:, 1:], crops)
 
@@ -45,9 +57,8 @@ class AttentionSinksModelTest(parameterized.TestCase):
   def test_other_variants_read_the_text_alone(self, variant):
     _, model, params, crops = setup(variant)
     np.testing.assert_array_equal(lib.with_prefix(variant, crops), crops)
-    logits = model.apply({'params': params}, crops[:, :-1])
-    np.testing.assert_allclose(lib.loss(variant, model, params, crops),
-                               transformer.next_token_loss(logits, crops[:, 1:]), rtol=1e-6)
+    loss, expected = loss_and_reference(variant, model, params, crops, crops[:, :-1])
+    np.testing.assert_allclose(loss, expected, rtol=1e-6)
 
   def test_sink_logit_gradient_flows_and_matches_finite_differences(self):
     _, model, params, crops = setup('sink_logit')
@@ -58,6 +69,7 @@ class AttentionSinksModelTest(parameterized.TestCase):
       return lib.loss('sink_logit', model, p, crops)
 
     logit = jnp.array([0.3, -0.7])
+    loss_of_logit = jax.jit(loss_of_logit)   # compiled once, not op by op at every evaluation
     self.assertGreater(float(jnp.abs(jax.grad(loss_of_logit)(logit)).sum()), 0)
     jtu.check_grads(loss_of_logit, (logit,), order=1, modes=('rev',), eps=1e-2,
                               atol=2e-2, rtol=2e-2)

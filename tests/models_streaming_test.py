@@ -170,8 +170,11 @@ class StreamingCacheTest(parameterized.TestCase):
     logits = streaming.streaming_logits(config, params, x[:, :-1], spec)
     logp = jax.nn.log_softmax(logits, axis=-1)
     expected = -jnp.take_along_axis(logp, x[:, 1:, None], axis=-1)[..., 0]
-    np.testing.assert_allclose(streaming.streaming_nll(config, params, x, spec), expected,
-                               atol=2e-5, rtol=2e-5)
+    nll = streaming.streaming_nll(config, params, x, spec)
+    np.testing.assert_allclose(nll, expected, atol=2e-5, rtol=2e-5)
+    # num_sink as an array (one program for every k+(S−k) of a size): the same numbers
+    np.testing.assert_array_equal(
+        streaming.streaming_nll_of_size(config, params, x, np.int32(2), spec.size), nll)
 
   def test_greedy_generation_with_the_cache_equals_dense_decoding_while_it_fits(self):
     config = small_config()

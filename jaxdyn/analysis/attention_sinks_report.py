@@ -82,9 +82,17 @@ def stream_nll(config: ml_collections.ConfigDict, params, streams_BxN: np.ndarra
   elif name == 'dense':
     nll = streaming.dense_nll(dcfg, params, tokens)
   else:
-    num_sink, window = (int(x) for x in name.split('+'))
-    nll = streaming.streaming_nll(dcfg, params, tokens, streaming.CacheSpec(num_sink, window))
+    spec = _spec(name)   # every k+(C−k) in one compiled program (num_sink an array argument)
+    nll = streaming.streaming_nll_of_size(dcfg, params, tokens, np.int32(spec.num_sink), spec.size)
   return np.asarray(nll[:, model_lib.prefix_length(config.variant):])
+
+
+@jax.jit
+def take_members(params_by_member, index):
+  """The params of member `index` (an int) or members `index` (an int array) of a member-stacked
+  tree, in one compiled program per index shape (indexing leaf by leaf compiles an op per leaf
+  shape)."""
+  return jax.tree.map(lambda x: x[index], params_by_member)
 
 
 def streaming_report(params_by_member, members, config) -> tuple[list[dict], dict]:
@@ -95,7 +103,7 @@ def streaming_report(params_by_member, members, config) -> tuple[list[dict], dic
   for name in eval_names(config):
     per_member = []
     for m, member in enumerate(members):
-      params = jax.tree.map(lambda x, m=m: x[m], params_by_member)
+      params = take_members(params_by_member, np.int32(m))
       nll = stream_nll(config, params, streams, name)
       per_member.append(nll)
       rows.append({**member, 'eval': name, 'perplexity': float(np.exp(nll.mean()))})
@@ -110,15 +118,21 @@ def final_sink_metrics(params_by_member, config) -> dict[str, np.ndarray]:
   `hidden_norm`, `hidden_max` (S×(L+1)×T), `value_norm` (S×L×K×T) and their position-0 ratios."""
   windows = data_lib.held_out_windows(config, config.data.attention_windows)
   inputs = with_prefix(config, jnp.asarray(windows[:, :-1]))
-  dcfg = decoder_config(config)
+  # host arrays: a trained run's params and a checkpoint's (numpy) then share the compiled program
+  params_by_member = jax.tree.map(np.asarray, params_by_member)
+  return jax.tree.map(np.asarray, _final_sink_metrics(decoder_config(config), params_by_member,
+                                                      inputs, config.analysis.sink_threshold))
 
+
+@functools.partial(jax.jit, static_argnames=('dcfg', 'threshold'))
+def _final_sink_metrics(dcfg, params_by_member, inputs, threshold):
   def one(params):
     _, inter = transformer.forward_with_intermediates(dcfg, {'params': params}, inputs)
     profile = analysis.activation_profile(dcfg, params, inter)
-    return {**analysis.sink_metrics(inter.attention_weights, 0, config.analysis.sink_threshold),
+    return {**analysis.sink_metrics(inter.attention_weights, 0, threshold),
             **profile, **analysis.first_position_ratios(profile)}
 
-  return jax.tree.map(np.asarray, jax.jit(jax.vmap(one))(params_by_member))
+  return jax.vmap(one)(params_by_member)
 
 
 def checkpoint_sink_metrics(config: ml_collections.ConfigDict, run_workdir: str) -> dict:
@@ -166,7 +180,7 @@ def kjv_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) 
                                      result.history['eval/first_token_attention'][:, 0],
                                      os.path.join(figdir, 'first_token_attention.png'),
                                      title + ' (seed 0)')
-  params0 = jax.tree.map(lambda x: x[0], result.params)
+  params0 = take_members(result.params, np.int32(0))
   window = with_prefix(config, jnp.asarray(
       data_lib.held_out_windows(config, 1)[:, :-1]))
   _, inter = jax.jit(functools.partial(transformer.forward_with_intermediates,
@@ -197,39 +211,49 @@ def bigram_stream_nll(config: ml_collections.ConfigDict, params, control: str,
   dcfg = decoder_config(config)
   tokens = control_stream_tokens(config, control, streams_BxN)
   skip = 0 if data_lib.control_first(config, control) < 0 else 1
-  return np.asarray(_one_stream_nll(dcfg, params, tokens, _spec(name))[:, skip:])
+  spec = _spec(name)
+  size = None if spec is None else spec.size
+  num_sink = np.int32(0 if spec is None else spec.num_sink)
+  return np.asarray(_one_stream_nll(dcfg, params, tokens, num_sink, size)[:, skip:])
 
 
 def _spec(name: str) -> streaming.CacheSpec | None:
   return None if name == 'dense' else streaming.CacheSpec(*(int(x) for x in name.split('+')))
 
 
-def _one_stream_nll(dcfg, params, tokens_BxN, spec):
-  if spec is None:
+def _one_stream_nll(dcfg, params, tokens_BxN, num_sink, size):
+  """Dense (`size` None) or the k+(size−k) cache, k = `num_sink` (an array: one program for every
+  k of a cache size)."""
+  if size is None:
     return streaming.dense_nll(dcfg, params, tokens_BxN)
-  return streaming.streaming_nll(dcfg, params, tokens_BxN, spec)
+  return streaming.streaming_nll_of_size(dcfg, params, tokens_BxN, num_sink, size)
 
 
-@functools.partial(jax.jit, static_argnames=('dcfg', 'spec', 'skip'))
-def _members_stream_nll(dcfg, params_by_member, tokens_BxN, spec, skip):
-  """The mean scored NLL (S,) of members stacked on a leading axis (one compiled program)."""
-  return jax.vmap(lambda p: _one_stream_nll(dcfg, p, tokens_BxN, spec)[:, skip:].mean())(
+@functools.partial(jax.jit, static_argnames=('dcfg', 'size', 'skip'))
+def _members_stream_nll(dcfg, params_by_member, tokens_BxN, num_sink, size, skip):
+  """The mean scored NLL (S,) of members stacked on a leading axis (one compiled program per
+  cache size, whatever the number of sinks `num_sink`, and one for dense: `size` None)."""
+  return jax.vmap(lambda p: _one_stream_nll(dcfg, p, tokens_BxN, num_sink, size)[:, skip:].mean())(
       params_by_member)
 
 
 def bigram_stream_perplexities(config: ml_collections.ConfigDict, params_by_member, control: str,
                                streams_BxN: np.ndarray) -> dict[str, np.ndarray]:
   """{evaluation: (S,) perplexity} of members that share a control, their params stacked on a
-  leading axis S and vmapped in groups of `config.num_seeds` (one compiled program per evaluation
-  and group size, shared by the runs of one model shape, not one per member)."""
+  leading axis S and vmapped in groups of `config.num_seeds` (per group size: one compiled program
+  for every k+(C−k), one for dense, shared by the runs of one model shape, not one per member)."""
   dcfg = decoder_config(config)
   tokens = control_stream_tokens(config, control, streams_BxN)
   skip = 0 if data_lib.control_first(config, control) < 0 else 1
   size = jax.tree.leaves(params_by_member)[0].shape[0]
   starts = range(0, size, config.num_seeds)
   def group(name, a):
-    params = jax.tree.map(lambda x: x[a:a + config.num_seeds], params_by_member)
-    return np.asarray(_members_stream_nll(dcfg, params, tokens, _spec(name), skip), np.float64)
+    params = (params_by_member if size <= config.num_seeds else
+              take_members(params_by_member, np.arange(a, min(a + config.num_seeds, size))))
+    spec = _spec(name)
+    num_sink, cache = (0, None) if spec is None else (spec.num_sink, spec.size)
+    return np.asarray(_members_stream_nll(dcfg, params, tokens, np.int32(num_sink), cache, skip),
+                      np.float64)
   return {name: np.exp(np.concatenate([group(name, a) for a in starts]))
           for name in eval_names(config)}
 
@@ -368,7 +392,7 @@ def bigram_report(result: task_lib.TrainResult, config: ml_collections.ConfigDic
   ppl_by_member: list[dict] = [{} for _ in controls]
   for control in dict.fromkeys(controls):   # every member of a control in one program
     idx = np.asarray([i for i, c in enumerate(controls) if c == control])
-    ppl = bigram_stream_perplexities(config, jax.tree.map(lambda x, i=idx: x[i], result.params),
+    ppl = bigram_stream_perplexities(config, take_members(result.params, idx),
                                      control, streams)
     for n, i in enumerate(idx):
       ppl_by_member[i] = {name: float(v[n]) for name, v in ppl.items()}

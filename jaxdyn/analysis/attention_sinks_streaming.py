@@ -91,6 +91,10 @@ def cache_rows(config: transformer.DecoderConfig, params, tokens_N: np.ndarray, 
     rows.append({'cache': cache, 'setting': setting, 'tokens': scored, 'note': note,
                  'perplexity': None if nll is None else float(streaming.perplexity(nll))})
 
+  def streamed(spec):   # every k+(C−k) in one compiled program (num_sink an array argument)
+    return streaming.streaming_nll_of_size(config, params, tokens_1xN, np.int32(spec.num_sink),
+                                           spec.size)
+
   rollable = config.positions != 'learned'
   if 'dense' in caches:
     if config.positions == 'learned' and tokens_1xN.shape[1] - 1 > config.max_len:
@@ -99,8 +103,7 @@ def cache_rows(config: transformer.DecoderConfig, params, tokens_N: np.ndarray, 
       row('dense', f'{scored} tokens', streaming.dense_nll(config, params, tokens_1xN))
   if 'window' in caches:
     if rollable:
-      row('window', f'0+{cache_size}',
-          streaming.streaming_nll(config, params, tokens_1xN, streaming.CacheSpec(0, cache_size)))
+      row('window', f'0+{cache_size}', streamed(streaming.CacheSpec(0, cache_size)))
     else:
       row('window', f'0+{cache_size}', note='learned positions cannot be rolled')
   if 'recompute' in caches:
@@ -112,8 +115,7 @@ def cache_rows(config: transformer.DecoderConfig, params, tokens_N: np.ndarray, 
         continue  # the window row
       spec = streaming.CacheSpec.of_size(k, cache_size)
       if rollable:
-        row('sink' if k else 'window', str(spec),
-            streaming.streaming_nll(config, params, tokens_1xN, spec))
+        row('sink' if k else 'window', str(spec), streamed(spec))
       else:
         row('sink' if k else 'window', str(spec), note='learned positions cannot be rolled')
   return rows

@@ -96,10 +96,15 @@ def sample_chains(key: jax.Array, transitions_VxV: jax.Array, is_trigger_V: jax.
 
 
 def chains(table: Table, seed: int, batch: int, length: int) -> np.ndarray:
-  """`sample_chains` from a numpy table and an integer seed (held-out chains, streams)."""
-  return np.asarray(sample_chains(jax.random.key(seed), jnp.asarray(table.transitions_VxV),
-                                  jnp.asarray(table.is_trigger()[:-1]),
-                                  jnp.asarray(table.start_V), batch, length))
+  """`sample_chains` from a numpy table and an integer seed (held-out chains, streams), one jitted
+  program per shape (the same chains as op-by-op, which retraced and recompiled its scan at every
+  call)."""
+  return np.asarray(_jitted_sample_chains(jax.random.key(seed), jnp.asarray(table.transitions_VxV),
+                                          jnp.asarray(table.is_trigger()[:-1]),
+                                          jnp.asarray(table.start_V), batch, length))
+
+
+_jitted_sample_chains = jax.jit(sample_chains, static_argnames=('batch', 'length'))
 
 
 def with_first(chains_BxN: jax.Array, first: jax.Array) -> jax.Array:

@@ -9,7 +9,8 @@ position. Token distances therefore never exceed S − 1, the trained context if
 
 Evaluations (per-token NLL of a stream, token i + 1 predicted from tokens ≤ i):
   streaming_nll   the sink + window cache, one token per `lax.scan` step; num_sink = 0 is the
-                  window-only cache (StreamingLLM's "window attention")
+                  window-only cache (StreamingLLM's "window attention"); `streaming_nll_of_size`
+                  takes num_sink as an array: one compiled program for every k+(S−k) of a size
   recompute_nll   sliding window with re-computation: every token re-reads the last `window`
                   tokens from scratch at positions 0..window−1 (StreamingLLM's baseline (c))
   dense_nll       dense attention over the whole stream in one forward pass (positions 0..N−1)
@@ -24,6 +25,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxdyn.core.config import ConfigError
@@ -67,21 +69,33 @@ def slot_tokens(spec: CacheSpec, t: jax.Array) -> jax.Array:
   Sink slot j holds token j; window slot i holds the most recent token a ≤ t with
   (a − num_sink) mod window = i, if a ≥ num_sink.
   """
-  n, w = spec.num_sink, spec.window
+  return slot_tokens_of_size(spec.num_sink, spec.size, t)
+
+
+def slot_tokens_of_size(num_sink: jax.Array, size: int, t: jax.Array) -> jax.Array:
+  """`slot_tokens` of `CacheSpec.of_size(num_sink, size)`, `num_sink` an int or an int32 array
+  (traced: one program serves every k+(S−k) of a cache size); slot j < num_sink is a sink."""
+  n = jnp.asarray(num_sink, jnp.int32)
+  w = size - n
   t = jnp.asarray(t, jnp.int32)
-  sinks = jnp.arange(n, dtype=jnp.int32)
-  sinks = jnp.where(sinks <= t, sinks, -1)
-  i = jnp.arange(w, dtype=jnp.int32)
+  slot_S = jnp.arange(size, dtype=jnp.int32)
+  sinks = jnp.where(slot_S <= t, slot_S, -1)
   newest = jnp.mod(t - n, w)
-  a = t - jnp.mod(newest - i, w)
+  a = t - jnp.mod(newest - (slot_S - n), w)   # window slot i = slot − num_sink
   window = jnp.where(a >= n, a, -1)
-  return jnp.concatenate([sinks, window])
+  return jnp.where(slot_S < n, sinks, window)
 
 
 def write_slot(spec: CacheSpec, t: jax.Array) -> jax.Array:
   """The slot token t is written to: t while t < num_sink, then the ring buffer's next slot."""
+  return write_slot_of_size(spec.num_sink, spec.size, t)
+
+
+def write_slot_of_size(num_sink: jax.Array, size: int, t: jax.Array) -> jax.Array:
+  """`write_slot` of `CacheSpec.of_size(num_sink, size)` (`num_sink` may be traced)."""
+  n = jnp.asarray(num_sink, jnp.int32)
   t = jnp.asarray(t, jnp.int32)
-  return jnp.where(t < spec.num_sink, t, spec.num_sink + jnp.mod(t - spec.num_sink, spec.window))
+  return jnp.where(t < n, t, n + jnp.mod(t - n, size - n))
 
 
 def layout_at(spec: CacheSpec, t: jax.Array) -> transformer.CacheLayout:
@@ -90,14 +104,21 @@ def layout_at(spec: CacheSpec, t: jax.Array) -> transformer.CacheLayout:
   Positions are ranks inside the cache: every token is shifted down by the number of evicted
   tokens, max(0, t + 1 − S), except the sinks, which keep 0..num_sink−1.
   """
+  return layout_of_size(spec.num_sink, spec.size, t)
+
+
+def layout_of_size(num_sink: jax.Array, size: int, t: jax.Array) -> transformer.CacheLayout:
+  """`layout_at` of `CacheSpec.of_size(num_sink, size)`, `num_sink` an int or an int32 array (the
+  layout is computed from it at every step either way: the same integers)."""
   t = jnp.asarray(t, jnp.int32)
-  tokens_S = slot_tokens(spec, t)
-  evicted = jnp.maximum(0, t + 1 - spec.size)
-  is_sink_S = jnp.arange(spec.size) < spec.num_sink
+  tokens_S = slot_tokens_of_size(num_sink, size, t)
+  evicted = jnp.maximum(0, t + 1 - size)
+  is_sink_S = jnp.arange(size) < jnp.asarray(num_sink, jnp.int32)
   positions_S = jnp.where(tokens_S < 0, 0, jnp.where(is_sink_S, tokens_S, tokens_S - evicted))
   return transformer.CacheLayout(
-      write_slots_T=write_slot(spec, t)[None], query_positions_T=(t - evicted)[None],
-      key_positions_S=positions_S.astype(jnp.int32), mask_TxS=(tokens_S >= 0)[None])
+      write_slots_T=write_slot_of_size(num_sink, size, t)[None],
+      query_positions_T=(t - evicted)[None], key_positions_S=positions_S.astype(jnp.int32),
+      mask_TxS=(tokens_S >= 0)[None])
 
 
 def check_streamable(config: transformer.DecoderConfig) -> None:
@@ -116,18 +137,26 @@ def _token_nll(logits_BxTxV: jax.Array, targets_BxT: jax.Array) -> jax.Array:
       logits_BxTxV.astype(jnp.float32), targets_BxT)
 
 
-@functools.partial(jax.jit, static_argnames=('config', 'spec'))
 def streaming_logits(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
                      spec: CacheSpec) -> jax.Array:
-  """Logits B×N×V of every streamed token with the sink + window cache (one `lax.scan` step each)."""
+  """Logits B×N×V of every streamed token with the sink + window cache (one `lax.scan` step each);
+  compiled once per cache size (`streaming_logits_of_size`), whatever the number of sinks."""
+  return streaming_logits_of_size(config, params, tokens_BxN, np.int32(spec.num_sink), spec.size)
+
+
+@functools.partial(jax.jit, static_argnames=('config', 'size'))
+def streaming_logits_of_size(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
+                             num_sink: jax.Array, size: int) -> jax.Array:
+  """`streaming_logits` with `CacheSpec.of_size(num_sink, size)`, `num_sink` an array argument (the
+  caller checks 0 ≤ num_sink < size)."""
   check_streamable(config)
   model = transformer.Decoder(config)
-  cache = transformer.init_cache(config, tokens_BxN.shape[0], spec.size)
+  cache = transformer.init_cache(config, tokens_BxN.shape[0], size)
 
   def step(cache, inputs):
     t, token_B = inputs
     logits_Bx1xV, cache = model.apply({'params': params}, token_B[:, None], cache,
-                                      layout_at(spec, t))
+                                      layout_of_size(num_sink, size, t))
     return cache, logits_Bx1xV[:, 0]
 
   n = tokens_BxN.shape[1]
@@ -143,14 +172,27 @@ def streaming_nll(config: transformer.DecoderConfig, params, tokens_BxN: jax.Arr
   The NLL is taken inside each `lax.scan` step, so no B×N×V logits are ever held: the working
   memory is the cache's whatever N (the output is N − 1 floats per stream).
   """
+  return _streamed_nll(config, params, tokens_BxN, spec.num_sink, spec.size)
+
+
+@functools.partial(jax.jit, static_argnames=('config', 'size'))
+def streaming_nll_of_size(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
+                          num_sink: jax.Array, size: int) -> jax.Array:
+  """`streaming_nll` with `CacheSpec.of_size(num_sink, size)`, `num_sink` an array argument: one
+  compiled program per cache size serves every k+(S−k) (the evaluations of a table), where
+  `streaming_nll` compiles one per spec. The caller checks 0 ≤ num_sink < size (`CacheSpec`)."""
+  return _streamed_nll(config, params, tokens_BxN, num_sink, size)
+
+
+def _streamed_nll(config, params, tokens_BxN, num_sink, size):
   check_streamable(config)
   model = transformer.Decoder(config)
-  cache = transformer.init_cache(config, tokens_BxN.shape[0], spec.size)
+  cache = transformer.init_cache(config, tokens_BxN.shape[0], size)
 
   def step(cache, inputs):
     t, token_B, target_B = inputs
     logits_Bx1xV, cache = model.apply({'params': params}, token_B[:, None], cache,
-                                      layout_at(spec, t))
+                                      layout_of_size(num_sink, size, t))
     return cache, _token_nll(logits_Bx1xV[:, 0], target_B)
 
   n = tokens_BxN.shape[1] - 1
@@ -184,9 +226,11 @@ def recompute_logits(config: transformer.DecoderConfig, params, tokens_BxN: jax.
   return jnp.swapaxes(logits_NxBxV, 0, 1)
 
 
+@functools.partial(jax.jit, static_argnames=('config', 'window', 'chunk'))
 def recompute_nll(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
                   window: int, chunk: int = 64) -> jax.Array:
-  """NLL B×(N−1) of tokens 1..N−1 with the sliding window re-computed for every token."""
+  """NLL B×(N−1) of tokens 1..N−1 with the sliding window re-computed for every token (one
+  compiled program: the NLL is not taken op by op)."""
   logits = recompute_logits(config, params, tokens_BxN[:, :-1], window, chunk)
   return _token_nll(logits, tokens_BxN[:, 1:])
 
