@@ -463,24 +463,27 @@ def op_profile(task: task_lib.Task, member_batch, steps: int, calls: int = 3
           if name in kinds}
 
 
-def _chunk_text(task: task_lib.Task, member_batch, steps: int, with_evaluate: bool = False) -> str:
+def _chunk_text(task: task_lib.Task, member_batch, steps: int, with_evaluate: bool = False,
+                compiler_options: dict | None = None) -> str:
   """The compiled text of the chunk `sweep_timer(task, steps, member_batch)` times (with the task's
-  evaluation too if `with_evaluate`)."""
+  evaluation too if `with_evaluate`); `compiler_options` (XLA debug options) for this compile."""
   task = dataclasses.replace(task, member_batch=member_batch,
                              **({} if with_evaluate else {'evaluate': None}))
   mesh = mesh_lib.make_mesh(task.num_members, 1, 1)
   state = jax.eval_shape(lambda: program.init_state(task))
   hparams = {k: jnp.asarray(v) for k, v in task.hparams.items()}
   return program.build_chunk_fn(task, mesh).lower(
-      state, task.data, task.shared_data, hparams, n_outer=1, n_inner=steps).compile().as_text()
+      state, task.data, task.shared_data, hparams, n_outer=1, n_inner=steps).compile(
+          compiler_options).as_text()
 
 
-def _op_kinds(task: task_lib.Task, member_batch, steps: int) -> dict[str, tuple[str, str]]:
+def _op_kinds(task: task_lib.Task, member_batch, steps: int,
+              compiler_options: dict | None = None) -> dict[str, tuple[str, str]]:
   """{instruction name: (kind, output shape)} of the instructions of the chunk `sweep_timer(task, steps,
   member_batch)` compiles (the same program, so the same names): 'matmul' (a dot, or a fusion
   that holds one), 'gather', 'scatter', 'loop slices' (dynamic-(update-)slice), 'concatenate/slice',
   'copy', else 'other'."""
-  text = _chunk_text(task, member_batch, steps)
+  text = _chunk_text(task, member_batch, steps, compiler_options=compiler_options)
   bodies, current = {}, None
   for line in text.splitlines():
     if line and not line.startswith(' ') and line.rstrip().endswith('{'):
