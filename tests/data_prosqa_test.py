@@ -29,31 +29,6 @@ def all_paths(adj, u, v):
   return [[u] + p for w in np.flatnonzero(adj[u]) for p in all_paths(adj, w, v)]
 
 
-def numpy_calls_dag(rng, num_nodes, parent_rate, p_only, depth_weight):
-  """The DAG law written with numpy's own draws (`rng.poisson`, `rng.random`, `rng.choice` with
-  weights): `prosqa.sample_dag` replays these draws in plain python and must match them."""
-  labels, depth, parents = [1, 2], [0, 0], [[], []]
-  groups = {0: [], 1: [0], 2: [1], 3: []}
-  for idx in range(2, num_nodes):
-    k = int(rng.poisson(parent_rate))
-    r = rng.random()
-    cand = (groups[0] + groups[1] if r <= p_only else
-            groups[0] + groups[2] if r <= 2 * p_only else list(range(idx)))
-    k = min(k, len(cand))
-    chosen = []
-    if k:
-      w = 1.0 + depth_weight * np.asarray([depth[c] for c in cand], float)
-      chosen = sorted(int(c) for c in rng.choice(cand, size=k, replace=False, p=w / w.sum()))
-    label = 0
-    for c in chosen:
-      label |= labels[c]
-    parents.append(chosen)
-    labels.append(label)
-    depth.append(1 + min(depth[c] for c in chosen) if chosen else 0)
-    groups[label].append(idx)
-  return parents, labels, depth
-
-
 class GeneratorTest(parameterized.TestCase):
 
   def test_deterministic_in_seed(self):
@@ -73,7 +48,8 @@ class GeneratorTest(parameterized.TestCase):
                                                     (10, 2.0, 0.35, -1.0)):
         a, b = np.random.default_rng(seed), np.random.default_rng(seed)
         try:
-          want = numpy_calls_dag(a, num_nodes, rate, p_only, depth_weight)
+          want = prosqa.dag_from_draws(prosqa.NumpyDraws(a), num_nodes, rate, p_only,
+                                       depth_weight)
         except ValueError as e:
           with self.assertRaises(ValueError, msg=str(e)):
             prosqa.sample_dag(b, num_nodes, rate, p_only, depth_weight)

@@ -103,31 +103,94 @@ class Spec:
     return len(SPECIALS) + self.num_entities + i
 
 
-class _Uniforms:
-  """The doubles `rng.random()` would return next, drawn from `rng` in blocks. numpy's Poisson
-  draw for a mean in (0, 10) (its multiplication method), `random()` and `choice(..., p=...)`
-  consume exactly such doubles, so `_sample_dag` reproduces those calls in plain python; `sync`
-  puts `rng` in the state that the consumed doubles alone would have left it in (the unused rest
-  of the block is given back), `start` begins a new block at the current state."""
+class NumpyDraws:
+  """The DAG law's draws as numpy's own calls on `rng` (the definition that `sample_dag` replays):
+  a Poisson count, a uniform, and `k` of `len(w)` indices without replacement with probabilities
+  ∝ `w` (`rng.choice`; returned in any order)."""
+
+  def __init__(self, rng: np.random.Generator):
+    self.rng = rng
+
+  def poisson(self, lam: float) -> int:
+    return int(self.rng.poisson(lam))
+
+  def random(self) -> float:
+    return self.rng.random()
+
+  def choice(self, w: list[float], k: int) -> list[int]:
+    p = np.asarray(w, float)
+    return [int(i) for i in self.rng.choice(len(w), size=k, replace=False, p=p / p.sum())]
+
+  def close(self) -> None:
+    pass
+
+
+class _ReplayedDraws:
+  """`NumpyDraws`' draws reproduced in plain python from the doubles `rng.random()` would return
+  next, drawn from `rng` in blocks: numpy's Poisson draw for a mean in (0, 10) (its multiplication
+  method), `random()` and `choice(..., p=...)` consume exactly such doubles. Outside that domain (a
+  mean of 0 or >= 10, weights not positive and finite) numpy itself is called. `close` puts `rng`
+  in the state that the consumed doubles alone would have left it in (the unused rest of the block
+  is given back)."""
 
   def __init__(self, rng: np.random.Generator, block: int):
-    self.rng, self.block = rng, block
-    self.start()
+    self.numpy, self.block = NumpyDraws(rng), block
+    self._start()
 
-  def start(self):
-    self.state = self.rng.bit_generator.state
+  def _start(self):
+    self.state = self.numpy.rng.bit_generator.state
     self.buf, self.pos, self.drawn = [], 0, 0
 
-  def next(self) -> float:
+  def close(self):
+    self.numpy.rng.bit_generator.state = self.state
+    self.numpy.rng.random(self.drawn + self.pos)
+
+  def _by_numpy(self, draw):
+    self.close()
+    out = draw()
+    self._start()
+    return out
+
+  def random(self) -> float:
     if self.pos == len(self.buf):
       self.drawn += len(self.buf)
-      self.buf, self.pos = self.rng.random(self.block).tolist(), 0
+      self.buf, self.pos = self.numpy.rng.random(self.block).tolist(), 0
     self.pos += 1
     return self.buf[self.pos - 1]
 
-  def sync(self):
-    self.rng.bit_generator.state = self.state
-    self.rng.random(self.drawn + self.pos)
+  def poisson(self, lam: float) -> int:
+    """numpy's `random_poisson` (the multiplication method for 0 < lam < 10)."""
+    if not 0 < lam < 10:
+      return self._by_numpy(lambda: self.numpy.poisson(lam))
+    k, prod, floor = 0, 1.0, math.exp(-lam)
+    while True:
+      prod *= self.random()
+      if prod <= floor:
+        return k
+      k += 1
+
+  def choice(self, w: list[float], k: int) -> list[int]:
+    """numpy's algorithm: k uniforms against the renormalised cdf, repeated ones dropped, found
+    entries zeroed, redrawn for the rest; the indices in the order found."""
+    if not all(0 < x < math.inf for x in w):
+      return self._by_numpy(lambda: self.numpy.choice(w, k))
+    total = _float64_sum(w)
+    p = [x / total for x in w]
+    found: list[int] = []
+    while len(found) < k:
+      x = [self.random() for _ in range(k - len(found))]
+      for i in found:
+        p[i] = 0.0
+      cdf = list(itertools.accumulate(p))
+      last = cdf[-1]
+      cdf = [c / last for c in cdf]
+      new: list[int] = []
+      for xi in x:
+        j = bisect.bisect_right(cdf, xi)
+        if j not in new:
+          new.append(j)
+      found += new
+    return found
 
 
 def _float64_sum(a: list[float]) -> float:
@@ -153,64 +216,19 @@ def _float64_sum(a: list[float]) -> float:
   return _float64_sum(a[:half]) + _float64_sum(a[half:])
 
 
-def _poisson(u: _Uniforms, lam: float, exp_minus_lam: float) -> int:
-  """numpy's Poisson draw (`random_poisson`): the multiplication method for 0 < lam < 10, else
-  `rng.poisson` itself."""
-  if not 0 < lam < 10:
-    u.sync()
-    k = int(u.rng.poisson(lam))
-    u.start()
-    return k
-  k, prod = 0, 1.0
-  while True:
-    prod *= u.next()
-    if prod <= exp_minus_lam:
-      return k
-    k += 1
-
-
-def _weighted_sample(u: _Uniforms, w: list[float], k: int) -> list[int]:
-  """Indices of `rng.choice(len(w), size=k, replace=False, p=w / w.sum())` (numpy's algorithm:
-  k uniforms against the renormalised cdf, repeated ones dropped, found entries zeroed, redrawn
-  for the rest), as a set: in the order found, not the order numpy returns them."""
-  if not all(0 < x < math.inf for x in w):
-    u.sync()
-    p = np.asarray(w)
-    idx = u.rng.choice(len(w), size=k, replace=False, p=p / p.sum())
-    u.start()
-    return [int(i) for i in idx]
-  total = _float64_sum(w)
-  p = [x / total for x in w]
-  found: list[int] = []
-  while len(found) < k:
-    x = [u.next() for _ in range(k - len(found))]
-    for i in found:
-      p[i] = 0.0
-    cdf = list(itertools.accumulate(p))
-    last = cdf[-1]
-    cdf = [c / last for c in cdf]
-    new: list[int] = []
-    for xi in x:
-      j = bisect.bisect_right(cdf, xi)
-      if j not in new:
-        new.append(j)
-    found += new
-  return found
-
-
-def _sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float, p_only: float,
-                depth_weight: float):
-  """`sample_dag` as python lists (parents, labels, depth)."""
+def dag_from_draws(draws, num_nodes: int, parent_rate: float, p_only: float,
+                   depth_weight: float) -> tuple[list[list[int]], list[int], list[int]]:
+  """The appendix's DAG (parents, labels, depth as python lists) from `draws` (`NumpyDraws`, or
+  their plain-python replay); per new node: k ~ Poisson(parent_rate), a uniform for the candidate
+  group, then k distinct parents drawn ∝ 1 + depth_weight · depth."""
   depth_weight = float(depth_weight)
-  u = _Uniforms(rng, 8 * num_nodes)
-  exp_minus_rate = math.exp(-parent_rate) if 0 < parent_rate < 10 else 0.0
   labels = [1, 2]
   depth = [0, 0]
   parents: list[list[int]] = [[], []]
   groups: dict[int, list[int]] = {0: [], 1: [0], 2: [1], 3: []}
   for idx in range(2, num_nodes):
-    k = _poisson(u, parent_rate, exp_minus_rate)
-    r = u.next()
+    k = draws.poisson(parent_rate)
+    r = draws.random()
     if r <= p_only:
       cand = groups[0] + groups[1]
     elif r <= 2 * p_only:
@@ -221,7 +239,7 @@ def _sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float, p_
     chosen: list[int] = []
     if k:
       w = [1.0 + depth_weight * depth[c] for c in cand]
-      chosen = sorted(cand[i] for i in _weighted_sample(u, w, k))
+      chosen = sorted(cand[i] for i in draws.choice(w, k))
     label = 0
     for c in chosen:
       label |= labels[c]
@@ -229,18 +247,24 @@ def _sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float, p_
     labels.append(label)
     depth.append(1 + min(depth[c] for c in chosen) if chosen else 0)
     groups[label].append(idx)
-  u.sync()
+  draws.close()
   return parents, labels, depth
+
+
+def _sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float, p_only: float,
+                depth_weight: float):
+  """`sample_dag` as python lists (parents, labels, depth)."""
+  return dag_from_draws(_ReplayedDraws(rng, 8 * num_nodes), num_nodes, parent_rate, p_only,
+                        depth_weight)
 
 
 def sample_dag(rng: np.random.Generator, num_nodes: int, parent_rate: float = 1.5,
                p_only: float = 0.35, depth_weight: float = 1.5):
   """One DAG of the appendix's construction: (parents: list of lists, labels (N,), depth (N,)).
 
-  Per new node: k ~ Poisson(parent_rate) (`rng.poisson`), a uniform `rng.random()` for the
-  candidate group, then `rng.choice(cand, size=k, replace=False, p=w / w.sum())`; the draws are
-  reproduced in plain python from the same stream of doubles (`_Uniforms`), which is several
-  times faster than the numpy calls on graphs this small."""
+  `dag_from_draws` with `NumpyDraws(rng)`'s draws (`rng.poisson`, `rng.random`, `rng.choice` with
+  weights) reproduced in plain python from the same stream of doubles (`_ReplayedDraws`): the same
+  DAG and generator state, several times faster than the numpy calls on graphs this small."""
   parents, labels, depth = _sample_dag(rng, num_nodes, parent_rate, p_only, depth_weight)
   return parents, np.asarray(labels), np.asarray(depth)
 
