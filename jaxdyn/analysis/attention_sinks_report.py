@@ -82,8 +82,8 @@ def stream_nll(config: ml_collections.ConfigDict, params, streams_BxN: np.ndarra
   elif name == 'dense':
     nll = streaming.dense_nll(dcfg, params, tokens)
   else:
-    spec = _spec(name)   # every k+(C−k) in one compiled program (num_sink an array argument)
-    nll = streaming.streaming_nll_of_size(dcfg, params, tokens, np.int32(spec.num_sink), spec.size)
+    num_sink, size = _cache_args(name)   # every k+(C−k) in one program (num_sink an array)
+    nll = streaming.streaming_nll_of_size(dcfg, params, tokens, num_sink, size)
   return np.asarray(nll[:, model_lib.prefix_length(config.variant):])
 
 
@@ -211,14 +211,16 @@ def bigram_stream_nll(config: ml_collections.ConfigDict, params, control: str,
   dcfg = decoder_config(config)
   tokens = control_stream_tokens(config, control, streams_BxN)
   skip = 0 if data_lib.control_first(config, control) < 0 else 1
-  spec = _spec(name)
-  size = None if spec is None else spec.size
-  num_sink = np.int32(0 if spec is None else spec.num_sink)
-  return np.asarray(_one_stream_nll(dcfg, params, tokens, num_sink, size)[:, skip:])
+  return np.asarray(_one_stream_nll(dcfg, params, tokens, *_cache_args(name))[:, skip:])
 
 
-def _spec(name: str) -> streaming.CacheSpec | None:
-  return None if name == 'dense' else streaming.CacheSpec(*(int(x) for x in name.split('+')))
+def _cache_args(name: str) -> tuple[np.int32, int | None]:
+  """(num_sink as an array argument, cache size) of evaluation 'k+w' (checked by `CacheSpec`);
+  (0, None) for 'dense'."""
+  if name == 'dense':
+    return np.int32(0), None
+  spec = streaming.CacheSpec(*(int(x) for x in name.split('+')))
+  return np.int32(spec.num_sink), spec.size
 
 
 def _one_stream_nll(dcfg, params, tokens_BxN, num_sink, size):
@@ -250,9 +252,7 @@ def bigram_stream_perplexities(config: ml_collections.ConfigDict, params_by_memb
   def group(name, a):
     params = (params_by_member if size <= config.num_seeds else
               take_members(params_by_member, np.arange(a, min(a + config.num_seeds, size))))
-    spec = _spec(name)
-    num_sink, cache = (0, None) if spec is None else (spec.num_sink, spec.size)
-    return np.asarray(_members_stream_nll(dcfg, params, tokens, np.int32(num_sink), cache, skip),
+    return np.asarray(_members_stream_nll(dcfg, params, tokens, *_cache_args(name), skip),
                       np.float64)
   return {name: np.exp(np.concatenate([group(name, a) for a in starts]))
           for name in eval_names(config)}
