@@ -6,10 +6,10 @@ import functools
 from absl.testing import absltest, parameterized
 import jax
 import jax.numpy as jnp
-from jax.test_util import check_vjp
 import numpy as np
 
 from jaxdyn.models import transformer
+from grad_checks import check_grads_rev
 
 VOCAB = 13
 
@@ -46,10 +46,9 @@ class DecoderTest(parameterized.TestCase):
 
   @parameterized.parameters(*transformer.ATTENTION_KINDS)
   def test_gradients_match_finite_differences(self, attention):
-    """`check_grads(loss, (params,), order=1, modes=('rev',))` in float64, its evaluations from one
-    compiled program: the loss with its gradient, whose product with a cotangent is the loss's VJP
-    (a scalar output). The parameters are drawn in float32, as the other tests' (op by op, the
-    programs shared), and widened."""
+    """`check_grads(loss, (params,), order=1, modes=('rev',))` in float64, compiled
+    (`grad_checks.check_grads_rev`). The parameters are drawn in float32, as the other tests' (op by
+    op, the programs shared), and widened."""
     config = tiny_config(attention=attention, positions='rope', init_std=0.3)
     tokens = random_tokens()
     params = with_sink_logits(init(config, tokens))
@@ -63,15 +62,7 @@ class DecoderTest(parameterized.TestCase):
         log_probs = jax.nn.log_softmax(logits)
         return -jnp.take_along_axis(log_probs, targets[..., None], axis=-1).mean()
 
-      value_and_grad = jax.jit(jax.value_and_grad(loss))
-
-      def loss_and_vjp(params):
-        value, grads = value_and_grad(params)
-        return value, lambda cotangent: (jax.tree.map(lambda g: g * cotangent, grads),)
-
-      # check_grads(order=1, modes=('rev',)) is this call (its default eps).
-      check_vjp(lambda params: value_and_grad(params)[0], loss_and_vjp, (params,), atol=1e-5,
-                rtol=1e-5)
+      check_grads_rev(loss, params, atol=1e-5, rtol=1e-5)
 
   @parameterized.named_parameters(
       dict(testcase_name='softmax_learned', attention='softmax', positions='learned'),

@@ -5,25 +5,12 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import jax
 import jax.numpy as jnp
-from jax import test_util as jtu
 import numpy as np
 
 from jaxdyn.models import vqvae
+from grad_checks import check_grads_rev
 
 jax.config.update('jax_enable_x64', False)
-
-
-def check_grads_rev(loss, x, **tolerances):
-  """`jtu.check_grads(loss, (x,), order=1, modes=('rev',), **tolerances)` for a scalar loss of one
-  array, every evaluation from one compiled program: the loss with its gradient, whose product with
-  a cotangent is the loss's VJP."""
-  value_and_grad = jax.jit(jax.value_and_grad(loss))
-
-  def loss_and_vjp(x):
-    value, grad = value_and_grad(x)
-    return value, lambda cotangent: (grad * cotangent,)
-
-  jtu.check_vjp(lambda x: value_and_grad(x)[0], loss_and_vjp, (x,), **tolerances)
 
 
 def _config(**kw):
