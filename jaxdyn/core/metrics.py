@@ -28,11 +28,11 @@ from jaxdyn.core.workdir_lock import WorkdirDamagedError
 
 METRICS_FILE = 'metrics.jsonl'
 _EVENT_FILES = itertools.count()
-TENSORBOARD_EXTRA = "pip install 'jaxdyn[tensorboard]' (tensorboardX)"
+TENSORBOARD_EXTRA = "pip install tensorboardX (a dependency of jaxdyn's base install)"
 
 
 def require_tensorboard() -> None:
-  """Refuses `train.tensorboard=True` where tensorboardX (the `tensorboard` extra) is missing."""
+  """Refuses `train.tensorboard=True` where tensorboardX (a base dependency) is not installed."""
   if importlib.util.find_spec('tensorboardX') is None:
     raise ConfigError(f'config field \'train.tensorboard\' = True needs tensorboardX: '
                       f'{TENSORBOARD_EXTRA}, or set train.tensorboard=False')
