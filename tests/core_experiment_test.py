@@ -84,9 +84,7 @@ class ExperimentTest(absltest.TestCase):
     for field, value, named in (('num_seeds', 0, 'num_seeds'), ('train.eval_every', 0,
                                                                 'train.eval_every'),
                                 ('opt.lr', 2.0, 'opt.lr')):
-      bad = TOY.get_config()
-      group, _, name = field.rpartition('.')
-      (bad[group] if group else bad)[name] = value
+      bad = config_lib.set_field(TOY.get_config(), field, value)
       with self.assertRaisesRegex(config_lib.ConfigError, named):
         TOY.check_config(bad)
     loose = ml_collections.ConfigDict({**c.to_dict(), 'extra': 1})
