@@ -41,6 +41,20 @@ class ConfigTest(parameterized.TestCase):
     with self.assertRaisesRegex(ConfigError, named.replace('.', r'\.')):
       modular_addition.check_config(config)
 
+  def test_set_field_sets_a_dotted_field_type_checked_unless_any_type(self):
+    config = modular_addition.get_config('tiny')
+    self.assertIs(config_lib.set_field(config, 'data.modulus', 11), config)
+    self.assertEqual(config.data.modulus, 11)
+    config_lib.set_field(config, 'loss', 'cross_entropy')   # a top-level field
+    self.assertEqual(config.loss, 'cross_entropy')
+    with self.assertRaisesRegex(TypeError, 'modulus'):
+      config_lib.set_field(config, 'data.modulus', 'eleven')
+    config_lib.set_field(config, 'data.modulus', 'eleven', any_type=True)
+    with self.assertRaisesRegex(ConfigError, r"'data\.modulus' must be of type int"):
+      modular_addition.check_config(config)
+    with self.assertRaises(KeyError):
+      config_lib.set_field(config, 'nodata.modulus', 3)
+
   def test_unknown_field_names_valid_ones(self):
     config = modular_addition.get_config('tiny')
     config.opt.lrr = 0.1

@@ -14,7 +14,8 @@ launcher can refuse a bad field without starting jax. An experiment's `config.py
   is the variant's one-line help); `configs/<name>.py:<variant>` and notebooks get the same configs;
 * `domains` (dotted field → `config.Domain`; the base groups' come from `base_domains`) and
   `relations` (`config.Relation`s between fields) say which values are accepted;
-* `check(config)` holds only the experiment's own value rules, those the domains cannot say.
+* `check(config)` holds only the experiment's own value rules, those the domains cannot say (left
+  out: `no_value_rules`).
 
 The run side (`core.experiment.Experiment`, which adds the task, the report and the parts) is a
 `ConfigSpec` too, built from one with `Experiment.from_spec`.
@@ -79,6 +80,11 @@ def base_domains(name: str) -> dict[str, config_lib.Domain]:
 Variant = Callable[[ml_collections.ConfigDict], None]
 
 
+def no_value_rules(config: ml_collections.ConfigDict) -> None:
+  """The `check` of an experiment whose every rule is a domain or a relation."""
+  del config
+
+
 @dataclasses.dataclass(frozen=True)
 class ConfigSpec:
   """One experiment's configs: its schema and variants, every field's domain, the relations between
@@ -86,7 +92,7 @@ class ConfigSpec:
   name: str
   schema: Callable[[], ml_collections.ConfigDict]
   variants: Mapping[str, Variant]
-  check: Callable[[ml_collections.ConfigDict], None]
+  check: Callable[[ml_collections.ConfigDict], None] = no_value_rules
   # Every field's domain (dotted name → `config.Domain`; the base groups' are added) and the rules
   # between fields, checked before the workdir is touched. None: not declared yet (only `check`).
   domains: Mapping[str, config_lib.Domain] | None = None

@@ -12,14 +12,14 @@ launch/joma_erf.py.
 Shared modules it uses (with joma_hierarchical): models/joma.py (the attention kinds and the
 contextual loss), data/joma.py (X), analysis/joma.py (the invariant, Fig. 4). Importing this
 package imports `config` only; every other name below loads its module (and jax) on first use
-(`jaxdyn.experiments.lazy`).
+(`jaxdyn.experiments.folder`).
 """
 
-from jaxdyn.experiments import lazy
+from jaxdyn.experiments import folder
 from jaxdyn.experiments.joma_contextual.config import (  # noqa: F401
-    DOMAINS, RELATIONS, SPEC, VARIANTS, check_config, check_values, default_config, get_config)
+    DOMAINS, RELATIONS, SPEC, VARIANTS, check_config, default_config, get_config)
 
-__getattr__, __dir__ = lazy.run_side(__name__, globals(), {
+__getattr__, __dir__ = folder.run_side(__name__, globals(), {
     'experiment': ('EXPERIMENT', 'train_and_evaluate'),
     'task': ('build_task', 'member_init'),
     'report': ('invariant_curves', 'write_report'),

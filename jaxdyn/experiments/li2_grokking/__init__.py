@@ -20,15 +20,15 @@ grokking (lazy learning, independent and interactive feature learning) and the s
 Shared modules it uses: data/groups.py and analysis/groups.py (finite groups, irreps),
 models/modular.py (activations and losses), optim/factory.py. Importing this package imports
 `config` only; every other name below loads its module (and jax) on first use
-(`jaxdyn.experiments.lazy`).
+(`jaxdyn.experiments.folder`).
 """
 
-from jaxdyn.experiments import lazy
+from jaxdyn.experiments import folder
 from jaxdyn.experiments.li2_grokking.config import (  # noqa: F401
     DOMAINS, MAX_ORDER, RELATIONS, SPEC, TOPS, VARIANTS, check_config, check_values,
     default_config, get_config, group_of, group_order)
 
-__getattr__, __dir__ = lazy.run_side(__name__, globals(), {
+__getattr__, __dir__ = folder.run_side(__name__, globals(), {
     'experiment': ('EXPERIMENT', 'train_and_evaluate'),
     'task': ('build_task', 'sweep_hparams'),
     'report': ('write_report',),

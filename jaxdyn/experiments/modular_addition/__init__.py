@@ -14,15 +14,15 @@ cross-entropy); a sweep over seeds × learning rates × weight decays runs as on
 
 Shared modules it uses: models/modular.py (the net and losses), analysis/fourier.py and
 analysis/semiring.py, optim/factory.py. Importing this package imports `config` only; every other
-name below loads its module (and jax) on first use (`jaxdyn.experiments.lazy`).
+name below loads its module (and jax) on first use (`jaxdyn.experiments.folder`).
 """
 
-from jaxdyn.experiments import lazy
+from jaxdyn.experiments import folder
 from jaxdyn.experiments.modular_addition.config import (  # noqa: F401
-    DOMAINS, OPT_DOMAINS, RELATIONS, SPEC, VARIANTS, check_config, check_values, default_config,
+    DOMAINS, OPT_DOMAINS, RELATIONS, SPEC, VARIANTS, check_config, default_config,
     get_config)
 
-__getattr__, __dir__ = lazy.run_side(__name__, globals(), {
+__getattr__, __dir__ = folder.run_side(__name__, globals(), {
     'experiment': ('EXPERIMENT', 'train_and_evaluate'),
     'task': ('build_task', 'make_model', 'member_data', 'sweep_hparams'),
     'report': ('GENERALISED', 'MEMORISED', 'generalisation_summary', 'write_figures', 'write_report'),

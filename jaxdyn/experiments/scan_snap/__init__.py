@@ -14,14 +14,14 @@ program. The Fig. 6 and Theorem 4 studies are `jaxdyn.studies.scan_snap_fig6` an
   experiment.py  EXPERIMENT (the above and the parts it names) and train_and_evaluate
 
 It uses no shared model, data or analysis module. Importing this package imports `config` only;
-every other name below loads its module (and jax) on first use (`jaxdyn.experiments.lazy`).
+every other name below loads its module (and jax) on first use (`jaxdyn.experiments.folder`).
 """
 
-from jaxdyn.experiments import lazy
+from jaxdyn.experiments import folder
 from jaxdyn.experiments.scan_snap.config import (  # noqa: F401
-    DOMAINS, RELATIONS, SPEC, VARIANTS, check_config, check_values, default_config, get_config)
+    DOMAINS, RELATIONS, SPEC, VARIANTS, check_config, default_config, get_config)
 
-__getattr__, __dir__ = lazy.run_side(__name__, globals(), {
+__getattr__, __dir__ = folder.run_side(__name__, globals(), {
     'experiment': ('EXPERIMENT', 'train_and_evaluate'),
     'task': ('ENTROPY', 'EVAL_BATCH_SALT', 'build_task', 'sweep_hparams', 'token_distribution'),
     'report': ('write_report',),

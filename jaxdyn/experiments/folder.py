@@ -6,7 +6,7 @@ jax) and hands the names of its run-side modules to `run_side`, which returns th
 `from jaxdyn.experiments.<name> import report` import their module (and jax) only when first used,
 so that `import jaxdyn.experiments.<name>.config` (a launcher checking a config) stays free of jax.
 
-  __getattr__, __dir__ = lazy.run_side(__name__, globals(), {
+  __getattr__, __dir__ = folder.run_side(__name__, globals(), {
       'experiment': ('EXPERIMENT', 'train_and_evaluate'),
       'task': ('build_task', ...),
       'report': ('write_report', ...),
