@@ -12,7 +12,7 @@ import scipy.linalg
 from jaxdyn.analysis import groups as G
 from jaxdyn.data import groups as D
 from jaxdyn.experiments.li2_grokking import theory
-from models_li2_test import X64TestCase, features_and_targets
+from experiments_li2_grokking_model_test import X64TestCase, features_and_targets
 
 
 class StageOneTest(X64TestCase):
