@@ -136,44 +136,50 @@ def save_hf(directory, held, tied):
   save_file(tensors, str(directory / 'model.safetensors'))
 
 
-def numpy_forward(held, tokens_T, tied):
-  """llama.cpp's computation on the file's tensors: RMSNorm, RoPE on adjacent pairs (2i, 2i+1)
-  with angle t·BASE^(−2i/H) (ggml_rope, mode 0), grouped-query causal attention, SwiGLU."""
-  def rms(x, w):
-    return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + EPS) * w
+TINY = dict(layers=LAYERS, heads=HEADS, kv_heads=KV_HEADS, base=BASE, eps=EPS)
+
+
+def numpy_forward(held, tokens_T, tied, *, layers, heads, kv_heads, base, eps):
+  """llama.cpp's computation on the file's tensors (float64): RMSNorm, RoPE on adjacent pairs
+  (2i, 2i+1) with angle t·base^(−2i/H) (ggml_rope, mode 0), grouped-query causal attention,
+  SwiGLU; `held` maps GGUF names to float arrays in the file's row order."""
+  head_dim = held['blk.0.attn_q.weight'].shape[0] // heads
+
+  def w(name):
+    return np.asarray(held[name], np.float64)
+
+  def rms(x, scale):
+    return x / np.sqrt(np.mean(x * x, -1, keepdims=True) + eps) * scale
 
   def rope(x_TxNxH):
     t = np.arange(x_TxNxH.shape[0])[:, None, None]
-    theta = t * BASE ** (-np.arange(0, HEAD_DIM, 2) / HEAD_DIM)
+    theta = t * base ** (-np.arange(0, head_dim, 2) / head_dim)
     even, odd = x_TxNxH[..., 0::2], x_TxNxH[..., 1::2]
     out = np.empty_like(x_TxNxH)
     out[..., 0::2] = even * np.cos(theta) - odd * np.sin(theta)
     out[..., 1::2] = even * np.sin(theta) + odd * np.cos(theta)
     return out
 
-  held = {k: v.astype(np.float64) for k, v in held.items()}
-  x = held['token_embd.weight'][tokens_T]
+  x = w('token_embd.weight')[tokens_T]
   length = len(tokens_T)
-  for i in range(LAYERS):
+  causal = np.tril(np.ones((length, length), bool))
+  for i in range(layers):
     p = f'blk.{i}.'
-    h = rms(x, held[p + 'attn_norm.weight'])
-    q = rope((h @ held[p + 'attn_q.weight'].T).reshape(length, HEADS, HEAD_DIM))
-    k = rope((h @ held[p + 'attn_k.weight'].T).reshape(length, KV_HEADS, HEAD_DIM))
-    v = (h @ held[p + 'attn_v.weight'].T).reshape(length, KV_HEADS, HEAD_DIM)
-    group = HEADS // KV_HEADS
-    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-    scores = np.einsum('tnh,snh->nts', q, k) / np.sqrt(HEAD_DIM)
-    scores = np.where(np.tril(np.ones((length, length), bool)), scores, -np.inf)
+    h = rms(x, w(p + 'attn_norm.weight'))
+    q = rope((h @ w(p + 'attn_q.weight').T).reshape(length, heads, head_dim))
+    k = rope((h @ w(p + 'attn_k.weight').T).reshape(length, kv_heads, head_dim))
+    v = (h @ w(p + 'attn_v.weight').T).reshape(length, kv_heads, head_dim)
+    k, v = np.repeat(k, heads // kv_heads, axis=1), np.repeat(v, heads // kv_heads, axis=1)
+    scores = np.where(causal, np.einsum('tnh,snh->nts', q, k) / np.sqrt(head_dim), -np.inf)
     a = np.exp(scores - scores.max(-1, keepdims=True))
     a /= a.sum(-1, keepdims=True)
-    out = np.einsum('nts,snh->tnh', a, v).reshape(length, -1)
-    x = x + out @ held[p + 'attn_output.weight'].T
-    h = rms(x, held[p + 'ffn_norm.weight'])
-    gate = h @ held[p + 'ffn_gate.weight'].T
-    x = x + (gate / (1 + np.exp(-gate)) * (h @ held[p + 'ffn_up.weight'].T)) @ held[
-        p + 'ffn_down.weight'].T
-  x = rms(x, held['output_norm.weight'])
-  return x @ held['token_embd.weight' if tied else 'output.weight'].T
+    x = x + np.einsum('nts,snh->tnh', a, v).reshape(length, -1) @ w(p + 'attn_output.weight').T
+    h = rms(x, w(p + 'ffn_norm.weight'))
+    gate = h @ w(p + 'ffn_gate.weight').T
+    x = x + (gate / (1 + np.exp(-gate)) * (h @ w(p + 'ffn_up.weight').T)) @ w(
+        p + 'ffn_down.weight').T
+  x = rms(x, w('output_norm.weight'))
+  return x @ w('token_embd.weight' if tied else 'output.weight').T
 
 
 def relative_error(actual, expected):
@@ -195,7 +201,7 @@ def test_gguf_matches_safetensors_and_a_numpy_forward(tmp_path, tied):
     np.testing.assert_array_equal(flat[name], hf_flat[name], err_msg=name)
   tokens_T = np.random.default_rng(1).integers(0, VOCAB, 24)
   logits = transformer.Decoder(config).apply({'params': params}, jnp.asarray(tokens_T)[None])[0]
-  assert relative_error(logits, numpy_forward(held, tokens_T, tied)) < 1e-5
+  assert relative_error(logits, numpy_forward(held, tokens_T, tied, **TINY)) < 1e-5
 
 
 def pretrained_leaves(tree, prefix=''):
@@ -215,8 +221,8 @@ def test_layout_matters(tmp_path):
     if '.attn_q.' in name or '.attn_k.' in name:
       swapped[name] = converter_permute(held[name], HEADS if '.attn_q.' in name else KV_HEADS)
   tokens_T = np.random.default_rng(1).integers(0, VOCAB, 24)
-  assert relative_error(numpy_forward(swapped, tokens_T, False),
-                        numpy_forward(held, tokens_T, False)) > 1e-2
+  assert relative_error(numpy_forward(swapped, tokens_T, False, **TINY),
+                        numpy_forward(held, tokens_T, False, **TINY)) > 1e-2
 
 
 def test_unpermute_inverts_the_converter():
