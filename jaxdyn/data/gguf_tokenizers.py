@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from jaxdyn.models import gguf as gguf_models
+from jaxdyn.data import gguf_files
 
 NORMAL, CONTROL, USER_DEFINED = 1, 3, 4
 _PRE_TOKENIZERS = ('smollm', 'gpt-2', 'default')
@@ -63,7 +63,7 @@ def hf_tokenizer_from_metadata(meta: dict[str, Any]):
 
 def read_metadata(path_or_name: str | os.PathLike) -> dict[str, Any]:
   """The tokenizer.* metadata of a GGUF file (a path or a known model's name)."""
-  file = gguf_models.reader(gguf_models.resolve(path_or_name))
+  file = gguf_files.reader(gguf_files.resolve(path_or_name))
   return {k: f.contents() for k, f in file.fields.items() if k.startswith('tokenizer.')}
 
 

