@@ -72,6 +72,8 @@ class Spec:
   attention_window: int = 512       # tokens per window of the attention / activation statistics
   attention_windows: int = 4        # windows (evenly spaced over the stream) averaged
   num_first: int = 4                # first tokens whose attention is reported
+  dense: bool = True                # the dense row (one forward over the stream, per text)
+  statistics: bool = True           # the attention and massive-activation statistics
 
 
 def kjv_text() -> str:
@@ -288,6 +290,8 @@ def markdown(result: dict) -> str:
          'XLA temp MiB': 'temp_mib', 'KV cache MiB': 'kv_cache_mib', 'note': 'note'},
         {'perplexity': '.2f', 'all targets': '.2f', 'targets ≥ C': '.2f', 'run s': '.1f',
          'compile s': '.1f', 'XLA temp MiB': '.0f', 'KV cache MiB': '.1f'}))
+  if 'attention' not in result:
+    return '\n'.join(parts)
   attn = result['attention']
   first = np.asarray(attn['first_LxHxK'])
   layer_rows = [{'layer': i, 'alpha0_mean': float(first[i, :, 0].mean()),
@@ -325,7 +329,8 @@ def plot_blocks(result: dict, path: str) -> str:
   panels = {}
   for name, measured in result['texts'].items():
     for size in result['cache_sizes_done']:
-      curves = {'dense': measured['curves']['dense'], **measured['curves'][str(size)]}
+      curves = {**{k: v for k, v in measured['curves'].items() if k == 'dense'},
+                **measured['curves'][str(size)]}
       panels[f'{name}, cache {size}'] = {label: (np.asarray(x), np.asarray(y))
                                          for label, (x, y) in curves.items()}
   return figures.plot_lines(
@@ -337,6 +342,8 @@ def plot_blocks(result: dict, path: str) -> str:
 def plot_attention(result: dict, path: str) -> str:
   """Left: α₀ per layer and head (log colour); right: head-mean attention of the first 16 queries
   in three layers (the paper's Fig. 2)."""
+  if 'attention' not in result:
+    return '\n'.join(parts)
   attn = result['attention']
   first = np.asarray(attn['first_LxHxK'])[:, :, 0]
   maps = np.asarray(attn['map_LxTxT'])
@@ -397,18 +404,16 @@ def run(config, params, tokenizer: tokenizers.Tokenizer, out: str, spec: Spec = 
   tokens_XxN = np.stack([stream(tokenizer, name, spec.num_tokens) for name in spec.texts])
   log(f'{", ".join(spec.texts)}: {spec.num_tokens} tokens each')
   kjv = tokens_XxN[0]
-  window = min(spec.attention_window, len(kjv))
-  attention = first_tokens_attention(config, params, kjv, window, spec.attention_windows,
-                                     spec.num_first)
-  result['attention'] = {**attention, 'window': window}
-  result['activations'] = massive_activations(config, params, kjv, window)
-  os.makedirs(out, exist_ok=True)
-  plot_attention(result, os.path.join(out, 'first_token_attention.png'))
-  plot_activations(result, os.path.join(out, 'massive_activations.png'))
+  if spec.statistics:
+    window = min(spec.attention_window, len(kjv))
+    attention = first_tokens_attention(config, params, kjv, window, spec.attention_windows,
+                                       spec.num_first)
+    result['attention'] = {**attention, 'window': window}
+    result['activations'] = massive_activations(config, params, kjv, window)
   for i, size in enumerate(spec.cache_sizes):
     part = measure(config, params, tokens_XxN, spec.texts,
                    dataclasses.replace(spec, cache_sizes=(size,)), newline_id, log,
-                   with_dense=i == 0)
+                   with_dense=spec.dense and i == 0)
     for name, measured in part.items():
       if name not in result['texts']:
         result['texts'][name] = measured
@@ -418,11 +423,44 @@ def run(config, params, tokenizer: tokenizers.Tokenizer, out: str, spec: Spec = 
     result['cache_sizes_done'] = list(spec.cache_sizes[:i + 1])
     result['wall_s'], result['cpu_s'] = time.perf_counter() - begin, time.process_time() - cpu
     result['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    results.write_json(os.path.join(out, 'streaming.json'), result)
-    text = markdown(result) + (f'\nWhole run: {result["wall_s"]:.0f} s wall, '
-                               f'{result["cpu_s"]:.0f} CPU-s, peak resident memory '
-                               f'{result["peak_rss_mib"]:.0f} MiB (cache sizes '
-                               f'{result["cache_sizes_done"]}).\n')
-    results.write_markdown(os.path.join(out, 'streaming.md'), text)
-    plot_blocks(result, os.path.join(out, 'perplexity_by_block.png'))
+    write_outputs(result, out)
   return result
+
+
+def write_outputs(result: dict, out: str) -> None:
+  """streaming.json, streaming.md and the figures of `result` in `out`."""
+  os.makedirs(out, exist_ok=True)
+  results.write_json(os.path.join(out, 'streaming.json'), result)
+  text = markdown(result) + (f'\nWall {result["wall_s"]:.0f} s, {result["cpu_s"]:.0f} CPU-s, peak '
+                             f'resident memory {result["peak_rss_mib"]:.0f} MiB (cache sizes '
+                             f'{result["cache_sizes_done"]}).\n')
+  results.write_markdown(os.path.join(out, 'streaming.md'), text)
+  plot_blocks(result, os.path.join(out, 'perplexity_by_block.png'))
+  if 'attention' in result:
+    plot_attention(result, os.path.join(out, 'first_token_attention.png'))
+    plot_activations(result, os.path.join(out, 'massive_activations.png'))
+
+
+def merge(parts: Sequence[dict]) -> dict:
+  """One result from runs that measured parts of the table (other texts or cache sizes, with
+  `--skip`): rows and curves joined per text, the statistics of the run that has them; times
+  and memory are the parts' (wall and CPU summed, peak the largest)."""
+  merged = {'model': parts[0]['model'], 'spec': parts[0]['spec'], 'config': parts[0]['config'],
+            'texts': {}, 'cache_sizes_done': [], 'wall_s': 0.0, 'cpu_s': 0.0, 'peak_rss_mib': 0.0,
+            'parts': len(parts)}
+  for part in parts:
+    for name, measured in part['texts'].items():
+      into = merged['texts'].setdefault(name, {**measured, 'rows': [], 'curves': {}})
+      into['rows'] += measured['rows']
+      into['curves'] |= measured['curves']
+    merged['cache_sizes_done'] = sorted({*merged['cache_sizes_done'], *part['cache_sizes_done']})
+    merged['wall_s'] += part['wall_s']
+    merged['cpu_s'] += part['cpu_s']
+    merged['peak_rss_mib'] = max(merged['peak_rss_mib'], part['peak_rss_mib'])
+    for key in ('attention', 'activations'):
+      if key in part:
+        merged[key] = part[key]
+  merged['spec']['cache_sizes'] = merged['cache_sizes_done']
+  for measured in merged['texts'].values():   # dense first, then by cache size
+    measured['rows'].sort(key=lambda r: -1 if r['cache'] == 'dense' else int(r['cache']))
+  return merged
