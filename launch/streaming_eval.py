@@ -22,7 +22,7 @@ head and the massive activations; DIR gets streaming.json, streaming.md and thre
   python launch/streaming_eval.py --model=smollm2-135m --out=workdirs/streaming_smollm2
 
 Parts of the table can run as separate processes (`--cache_sizes`, `--texts`, `--skip=dense,
-statistics`, `--recompute_tokens=0`) and be joined with `--merge=DIR,DIR,... --out=DIR`.
+statistics,streamed`, `--recompute_tokens=0`) and be joined with `--merge=DIR,DIR,... --out=DIR`.
 
 This is StreamingLLM's own setup (a pretrained model over a long text); it needs the checkpoint on
 disk (the network once: Pythia-160M is ≈ 330 MB) or a reachable hub; what differs from the paper, and
@@ -60,7 +60,8 @@ _TEXTS = flags.DEFINE_list('texts', list(study.Spec.texts),
                            f'GGUF study: texts streamed, of {study.TEXTS}.')
 _MERGE = flags.DEFINE_list('merge', [], 'GGUF study: join the streaming.json of these --out folders '
                            '(runs that each measured part of the table) into --out; runs nothing.')
-_SKIP = flags.DEFINE_list('skip', [], "GGUF study: parts left out, of 'dense', 'statistics'.")
+_SKIP = flags.DEFINE_list('skip', [], "GGUF study: parts left out, of 'dense', 'statistics', "
+                          "'streamed'.")
 _RECOMPUTE = flags.DEFINE_integer('recompute_tokens', study.Spec.recompute_tokens,
                                   'GGUF study: token-forwards per re-computed window (it scores '
                                   'every (N·C / this)-th target; 0: not run).')
@@ -87,7 +88,8 @@ def main(argv):
                       cache_sizes=tuple(int(c) for c in _CACHE_SIZES.value),
                       sinks=tuple(sorted({0, *(int(k) for k in _SINKS.value)})),
                       recompute_tokens=_RECOMPUTE.value, dense='dense' not in _SKIP.value,
-                      statistics='statistics' not in _SKIP.value)
+                      statistics='statistics' not in _SKIP.value,
+                      streamed='streamed' not in _SKIP.value)
     study.run(config, params, tokenizers.load(f'gguf:{_MODEL.value}'), _OUT.value, spec,
               model=_MODEL.value)
     print(f'wrote {_OUT.value}/streaming.md, streaming.json and the figures')

@@ -74,6 +74,7 @@ class Spec:
   num_first: int = 4                # first tokens whose attention is reported
   dense: bool = True                # the dense row (one forward over the stream, per text)
   statistics: bool = True           # the attention and massive-activation statistics
+  streamed: bool = True             # the window, sink and newline rows
 
 
 def kjv_text() -> str:
@@ -254,10 +255,12 @@ def measure(config, params, tokens_XxN: np.ndarray, names: Sequence[str], spec: 
     add(name, 'dense', f'{num_tokens} tokens', targets, nll, cost)
     out[name]['curves']['dense'] = curve(*block_perplexity(nll, spec.block))
   for size in spec.cache_sizes:
-    labels, nll_XxSxN, cost = streaming_settings(config, params, tokens_XxN, size, spec.sinks,
-                                                 newline_id, spec.newline_sinks)
+    labels, nll_XxSxN, cost = (streaming_settings(
+        config, params, tokens_XxN, size, spec.sinks, newline_id, spec.newline_sinks)
+                               if spec.streamed else ([], [[]] * len(names), {}))
     streams = len(labels) * len(names)
-    share = {**cost, 'run_s': cost['run_s'] / streams, 'kv_cache_mib': kv_cache_mib(config, size)}
+    share = {**cost, 'run_s': cost.get('run_s', 0) / max(streams, 1),
+             'kv_cache_mib': kv_cache_mib(config, size)}
     note = f'one program for {streams} streams ({len(names)} texts): its time / {streams}'
     stride = max(1, -(-num_tokens * size // spec.recompute_tokens)) if spec.recompute_tokens else 0
     for name, nll_SxN, tokens_N in zip(names, nll_XxSxN, tokens_XxN):
