@@ -27,7 +27,8 @@
   matters) keeps XLA's default, and so does `JAXDYN_TEST_XLA_DEFAULT=1` (to check the suite against
   the default machine code).
 * Tests marked `@pytest.mark.slow` (checks of a real-scale effect, minutes each) are skipped unless
-  the run selects them: `pytest -m slow tests/<file>`.
+  the run selects them: `pytest -m slow tests/<file>`; so are those marked `real_model` (a
+  downloaded model file: `pytest -m real_model tests/<file>`).
 * Under xdist (`pytest -n 2`, no `--dist` given) the work is shared out by scope (a test class, or a
   file's module-level tests), so a class's `setUpClass` (a shared training) runs on one worker only
   instead of once on each worker its tests land on, and the files that train, run a notebook or start
@@ -82,6 +83,8 @@ def _xla_knows(flag: str) -> bool:
 
 def pytest_configure(config):
   config.addinivalue_line('markers', 'slow: a real-scale check, skipped unless run with -m slow')
+  config.addinivalue_line('markers', 'real_model: needs a downloaded model file (launch/'
+                          'fetch_model.py), skipped unless run with -m real_model')
   if os.environ.get('JAXDYN_TEST_TMPDIR'):   # an xdist worker: the controller's folder
     root = tempfile.mkdtemp(dir=os.environ['JAXDYN_TEST_TMPDIR'])
   else:
@@ -126,19 +129,20 @@ def _heavy_rank(item) -> int:
               len(HEAVY_FIRST))
 
 
-def _selects_slow(config) -> bool:
-  return 'slow' in (config.getoption('markexpr') or '').replace('not slow', '')
+def _selects_slow(config, marker: str = 'slow') -> bool:
+  return marker in (config.getoption('markexpr') or '').replace(f'not {marker}', '')
 
 
 def pytest_collection_modifyitems(config, items):
   if hasattr(config, 'workerinput'):   # an xdist worker: the controller hands scopes out in this order
     items.sort(key=_heavy_rank)      # stable: each file keeps its own order
-  if _selects_slow(config):
-    return
-  skip = pytest.mark.skip(reason='slow: run with -m slow')
-  for item in items:
-    if 'slow' in item.keywords:
-      item.add_marker(skip)
+  for marker in ('slow', 'real_model'):
+    if _selects_slow(config, marker):
+      continue
+    skip = pytest.mark.skip(reason=f'{marker}: run with -m {marker}')
+    for item in items:
+      if marker in item.keywords:
+        item.add_marker(skip)
 
 
 def pytest_unconfigure(config):

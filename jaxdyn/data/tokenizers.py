@@ -6,6 +6,9 @@
   path/to/tokenizer.json             a Hugging Face `tokenizers` tokenizer (GPT-2's BPE, Pythia's)
   tiktoken:NAME                      a `tiktoken` encoding (e.g. tiktoken:gpt2; tiktoken fetches
                                      its file from the network the first time)
+  gguf:PATH or gguf:NAME             the tokenizer in a GGUF file's metadata (llama.cpp's ids),
+                                     rebuilt with `tokenizers` (`data/gguf_tokenizers.py`); NAME
+                                     a known model of `models/gguf.py` (gguf:smollm2-135m)
   bytes                              UTF-8 bytes, vocab 256, no document token
 
 A `Tokenizer` gives `encode_batch(texts) -> list of int lists` (no special tokens added),
@@ -39,6 +42,7 @@ class Tokenizer:
   vocab_size: int
   document_id: int | None   # put at each document start by `data.packing` (BOS, else EOS)
   encode_batch: Callable[[Sequence[str]], list[list[int]]]
+  decode: Callable[[Sequence[int]], str] | None = None   # ids -> text, where the library has it
 
   def encode(self, text: str) -> list[int]:
     return self.encode_batch([text])[0]
@@ -89,6 +93,20 @@ def huggingface_tokenizer(path: str) -> Tokenizer:
           list(texts), add_special_tokens=False)])
 
 
+def gguf_tokenizer(path_or_name: str) -> Tokenizer:
+  """The tokenizer of a GGUF file (`data/gguf_tokenizers.py`); the document token is its BOS."""
+  _require('tokenizers')
+  from jaxdyn.data import gguf_tokenizers  # pylint: disable=import-outside-toplevel
+  meta = gguf_tokenizers.read_metadata(path_or_name)
+  tokenizer = gguf_tokenizers.hf_tokenizer_from_metadata(meta)
+  return Tokenizer(
+      name=f'gguf:{os.path.basename(path_or_name)}', vocab_size=tokenizer.get_vocab_size(),
+      document_id=gguf_tokenizers.document_id(meta),
+      encode_batch=lambda texts: [e.ids for e in tokenizer.encode_batch(
+          list(texts), add_special_tokens=False)],
+      decode=lambda ids: tokenizer.decode(list(ids), skip_special_tokens=False))
+
+
 def tiktoken_tokenizer(name: str) -> Tokenizer:
   """A tiktoken encoding (gpt2: vocab 50,257, <|endoftext|> = 50256 as the document token)."""
   encoding = _require('tiktoken').get_encoding(name)
@@ -106,6 +124,8 @@ def load(spec: str) -> Tokenizer:
   """The tokenizer `spec` names (see the module docstring)."""
   if spec == 'bytes':
     return byte_tokenizer()
+  if spec.startswith('gguf:'):
+    return gguf_tokenizer(spec.split(':', 1)[1])
   if spec.startswith('tiktoken:'):
     return tiktoken_tokenizer(spec.split(':', 1)[1])
   if spec.endswith('.model') or spec.endswith('.json'):
@@ -113,4 +133,4 @@ def load(spec: str) -> Tokenizer:
       raise missing_file_error(spec)
     return sentencepiece_tokenizer(spec) if spec.endswith('.model') else huggingface_tokenizer(spec)
   raise ValueError(f'unknown tokenizer {spec!r}: expected a .model (SentencePiece) or .json '
-                   "(tokenizers) file, 'tiktoken:NAME' or 'bytes'")
+                   "(tokenizers) file, 'gguf:PATH', 'tiktoken:NAME' or 'bytes'")

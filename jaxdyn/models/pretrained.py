@@ -21,6 +21,9 @@ Families (`config.json`'s model_type), each mapped exactly:
             pairing, the layout Hugging Face's conversion already permuted q/k into), no biases,
             untied or tied head per tie_word_embeddings
 
+llama.cpp's GGUF files of the llama architecture (and known model names such as 'smollm2-135m')
+are read by `models/gguf.py` into the same llama mapping.
+
 Anything that would change the computation and that the decoder does not have (RoPE scaling, a
 sliding window, attention biases in LLaMA, an unknown activation, ...) is refused with a
 `ValueError` naming the config field; every tensor of the checkpoint must be used (except the
@@ -39,6 +42,7 @@ from typing import Any, Callable
 import jax.numpy as jnp
 import numpy as np
 
+from jaxdyn.models import gguf
 from jaxdyn.models import transformer
 
 FAMILIES = ('gpt2', 'gpt_neox', 'llama')
@@ -340,16 +344,22 @@ _MAPPINGS = {'gpt2': ('transformer.', _gpt2_params), 'gpt_neox': ('', _neox_para
 
 def load(path_or_hub_name: str | os.PathLike,
          dtype: Any = jnp.float32) -> tuple[transformer.DecoderConfig, dict]:
-  """(DecoderConfig, params) of a Hugging Face checkpoint: a local directory, or a hub name.
+  """(DecoderConfig, params) of a Hugging Face checkpoint (a local directory, or a hub name) or of
+  a GGUF file of the llama architecture (a *.gguf path, or a name of `gguf.KNOWN_MODELS` such as
+  'smollm2-135m', read from the model cache; `models/gguf.py`).
 
   `transformer.Decoder(config).apply({'params': params}, tokens)` gives the checkpoint's logits.
   Params are cast to `dtype` (also the config's compute and param dtype).
   """
-  directory = resolve(path_or_hub_name)
-  hf_config = json.loads((directory / 'config.json').read_text())
+  if gguf.is_gguf(path_or_hub_name):   # a llama.cpp file or a known model's name
+    hf_config, tensors = gguf.read(gguf.resolve(path_or_hub_name))
+  else:
+    directory = resolve(path_or_hub_name)
+    hf_config = json.loads((directory / 'config.json').read_text())
+    tensors = read_weights(directory)
   config = decoder_config(hf_config, dtype)
   prefix, mapping = _MAPPINGS[hf_config['model_type']]
-  weights = _Weights(read_weights(directory), prefix, dtype)
+  weights = _Weights(tensors, prefix, dtype)
   params = mapping(config, weights)
   weights.check_all_taken()
   return config, _to_jax(params, dtype)

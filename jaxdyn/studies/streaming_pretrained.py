@@ -1,0 +1,469 @@
+"""StreamingLLM's measurement on a real pretrained model, on a CPU (Xiao et al., 2023, arXiv 2309.17453).
+
+  python launch/streaming_eval.py --model=smollm2-135m --out=DIR
+
+A pretrained decoder (SmolLM2-135M from its GGUF file by default) streams a long English text (the
+King James Bible from 2 Samuel 24:2, and the Python reference documentation that CPython ships in
+`pydoc_data.topics`) with each cache of the paper's Table 1 / Fig. 3, at every cache size C:
+  dense         dense attention over the whole stream (one forward pass)
+  window        the C most recent tokens (0+C)
+  k+(C−k)       k = 1, 2, 4 attention sinks + the C − k most recent tokens (position rolling)
+  4"\\n"+(C−4)  the same cache with the stream's first four tokens replaced by newlines: the
+                sinks' content does not matter, their position does (the paper's Table 1)
+  recompute     the sliding window re-computed for every stride-th target (each costs a forward
+                pass over C tokens, so stride = N·C / `recompute_tokens`: the same cost at every
+                C; the first text only; the paper's baseline (c))
+The streaming settings of one cache size run, for all texts, as one compiled program (`jax.vmap`
+over the number of sinks and the stream: the weights are read once per streamed token for all of
+them; a step is bound by reading the 0.5 GB of float32 weights), token by
+token through `models/streaming.py`'s cache. Perplexity is exp(mean NLL) over the targets
+4..N−1 (every row scores the same tokens: the newline row's first inputs are not the text's) and
+over the targets after the first eviction (t ≥ C); per block of `block` targets for the figure
+(the paper's Fig. 3).
+
+Also, from dense forward passes over windows of the text: the attention each head pays to the first
+tokens, per layer (the paper's Fig. 2; uniform causal attention would give (ln T)/T), and the
+residual stream's massive activations by layer and channel (Sun et al., 2024, arXiv 2402.17762):
+per layer, the largest |h| at position 0 and elsewhere, the channel it sits in, and the ratio of
+position 0's norm to the median position's.
+
+Outputs (`run`): streaming.json, streaming.md, perplexity_by_block.png, first_token_attention.png,
+massive_activations.png in the out folder. Shapes: N stream tokens, C cache slots, L layers, H
+heads, D channels, S settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import time
+from typing import Any, Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxdyn.data import text as text_lib
+from jaxdyn.data import tokenizers
+from jaxdyn.models import streaming
+from jaxdyn.models import transformer
+from jaxdyn.report import figures
+from jaxdyn.report import results
+from jaxdyn.report.figures import plt
+
+KJV_START = 'For the king said to Joab the captain of the host'   # 2 Samuel 24:2
+TEXTS = ('kjv', 'python_docs')
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+  """What `run` measures (defaults: the table of docs/experiments/attention_sinks.md)."""
+  num_tokens: int = 4096            # stream length N (N − 1 targets)
+  cache_sizes: tuple[int, ...] = (256, 1024)
+  sinks: tuple[int, ...] = (0, 1, 2, 4)
+  newline_sinks: int = 4            # the 4"\n"+(C−4) row (0: none)
+  recompute_tokens: int = 16384     # token-forwards per re-computation (stride = N·C / this),
+                                    # of the first text only
+  recompute_chunk: int = 8          # windows per vectorised step of the re-computation
+  texts: tuple[str, ...] = TEXTS
+  block: int = 128                  # targets per point of the perplexity-by-block figure
+  attention_window: int = 512       # tokens per window of the attention / activation statistics
+  attention_windows: int = 4        # windows (evenly spaced over the stream) averaged
+  num_first: int = 4                # first tokens whose attention is reported
+  dense: bool = True                # the dense row (one forward over the stream, per text)
+  statistics: bool = True           # the attention and massive-activation statistics
+  streamed: bool = True             # the window, sink and newline rows
+
+
+def kjv_text() -> str:
+  """The King James Bible from 2 Samuel 24:2 on (the issue's and the numpy reference's passage)."""
+  kjv = text_lib.load_kjv_text()
+  return kjv[kjv.index(KJV_START):]
+
+
+def python_docs_text() -> str:
+  """CPython's reference documentation as plain English text (`pydoc_data.topics`, in the standard
+  library: a second long English text that needs no download), topics in sorted order."""
+  from pydoc_data import topics  # pylint: disable=import-outside-toplevel
+  return '\n\n'.join(topics.topics[k] for k in sorted(topics.topics))
+
+
+def stream(tokenizer: tokenizers.Tokenizer, name: str, num_tokens: int) -> np.ndarray:
+  """The first `num_tokens` token ids of text `name` (one of TEXTS), no special token added."""
+  text = {'kjv': kjv_text, 'python_docs': python_docs_text}[name]()
+  ids = tokenizer.encode(text[:num_tokens * 12])   # ≥ 12 characters are more than a token
+  if len(ids) < num_tokens:
+    raise ValueError(f'{name}: {len(ids)} tokens, fewer than the {num_tokens} asked for')
+  return np.asarray(ids[:num_tokens], np.int32)
+
+
+def _timed(fn: Callable, *args) -> tuple[Any, dict[str, float]]:
+  """fn(*args) compiled ahead of time: (its output, {'compile_s', 'run_s', 'temp_mib',
+  'args_mib'}: XLA's buffer sizes of the compiled program)."""
+  begin = time.perf_counter()
+  compiled = jax.jit(fn).lower(*args).compile()
+  compiled_at = time.perf_counter()
+  out = jax.block_until_ready(compiled(*args))
+  done = time.perf_counter()
+  memory = compiled.memory_analysis()
+  mib = lambda n: float(n) / 2**20
+  return out, {'compile_s': compiled_at - begin, 'run_s': done - compiled_at,
+               'temp_mib': mib(getattr(memory, 'temp_size_in_bytes', 0)),
+               'args_mib': mib(getattr(memory, 'argument_size_in_bytes', 0))}
+
+
+def kv_cache_mib(config: transformer.DecoderConfig, slots: int) -> float:
+  """Keys and values of every layer for `slots` tokens, one stream (float32 or the config's dtype)."""
+  itemsize = np.dtype(config.dtype).itemsize
+  return 2 * config.num_layers * slots * config.kv_heads * config.dim_per_head * itemsize / 2**20
+
+
+def streaming_settings(config, params, tokens_XxN: np.ndarray, size: int, sinks: Sequence[int],
+                       newline_id: int | None, newline_sinks: int):
+  """NLL X×S×(N−1) of every streaming setting of one cache size for X texts, in one compiled
+  program (the weights are read once per step for all X·S streams): the settings are k+(size−k)
+  for k in `sinks` (k = 0: window attention), then, with `newline_id`, the newline_sinks-sink cache
+  over the stream whose first newline_sinks tokens are newlines."""
+  labels = [f'{k}+{size - k}' for k in sinks]
+  num_sink = list(sinks)
+  streams = [[tokens_N] * len(sinks) for tokens_N in tokens_XxN]
+  if newline_id is not None and newline_sinks:
+    labels.append(f'{newline_sinks}"\\n"+{size - newline_sinks}')
+    num_sink.append(newline_sinks)
+    for rows, tokens_N in zip(streams, tokens_XxN):
+      replaced = tokens_N.copy()
+      replaced[:newline_sinks] = newline_id
+      rows.append(replaced)
+  for k in num_sink:
+    streaming.CacheSpec.of_size(k, size)   # refuses k >= size
+  streams_RxN = np.asarray(streams).reshape(-1, tokens_XxN.shape[1])
+  num_sink_R = np.tile(np.asarray(num_sink, np.int32), len(tokens_XxN))
+
+  def nll(params, streams_RxN, num_sink_R):
+    one = lambda toks_N, k: streaming.streaming_nll_of_size(config, params, toks_N[None], k,
+                                                           size)[0]
+    return jax.vmap(one)(streams_RxN, num_sink_R)
+
+  out, cost = _timed(nll, params, jnp.asarray(streams_RxN), jnp.asarray(num_sink_R))
+  return labels, np.asarray(out).reshape(len(tokens_XxN), len(labels), -1), cost
+
+
+def dense(config, params, tokens_N: np.ndarray):
+  """NLL (N−1,) with dense attention over the whole stream, and its cost."""
+  out, cost = _timed(lambda p, t: streaming.dense_nll(config, p, t)[0], params,
+                     jnp.asarray(tokens_N)[None])
+  return np.asarray(out), cost
+
+
+def recompute(config, params, tokens_N: np.ndarray, size: int, stride: int, chunk: int):
+  """(targets t scored, NLL at them): the window of `size` tokens re-computed for every
+  stride-th target (inputs t' = stride − 1, 2·stride − 1, ... predicting t' + 1)."""
+  start = stride - 1
+  inputs_1xN = jnp.asarray(tokens_N[:-1])[None]
+
+  def nll(p, toks):
+    logits = streaming.recompute_logits(config, p, toks, size, chunk, start, stride)[0]
+    return optax.softmax_cross_entropy_with_integer_labels(
+        logits, jnp.asarray(tokens_N[1 + start::stride]))
+
+  out, cost = _timed(nll, params, inputs_1xN)
+  return np.arange(start, len(tokens_N) - 1, stride), np.asarray(out), cost
+
+
+def perplexity(nll) -> float:
+  return float(np.exp(np.mean(nll)))
+
+
+def block_perplexity(nll_N: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+  """(block end positions, perplexity of each full block of `block` targets)."""
+  blocks = len(nll_N) // block
+  per = np.exp(nll_N[:blocks * block].reshape(blocks, block).mean(-1))
+  return (np.arange(blocks) + 1) * block, per
+
+
+def first_tokens_attention(config, params, tokens_N: np.ndarray, window: int, num_windows: int,
+                           num_first: int) -> dict[str, np.ndarray]:
+  """Over `num_windows` evenly spaced windows of `window` tokens (each read from its own position
+  0): 'first_LxHxK' the attention each head pays to the window's first K tokens (mean over the
+  queries t ≥ K − 1 that see them all, then over windows), 'map_LxTxT' the head-mean attention
+  of the first 16 queries (the paper's Fig. 2 panels)."""
+  starts = np.linspace(0, len(tokens_N) - window, num_windows).astype(int)
+
+  @jax.jit
+  def measure(window_1xT):
+    _, inter = transformer.forward_with_intermediates(config, {'params': params}, window_1xT)
+    w_LxHxTxT = jnp.stack([w[0] for w in inter.attention_weights])
+    first = jnp.mean(w_LxHxTxT[:, :, num_first - 1:, :num_first], axis=2)
+    return first, jnp.mean(w_LxHxTxT[:, :, :16, :16], axis=1)
+
+  measured = [measure(jnp.asarray(tokens_N[s:s + window])[None]) for s in starts]
+  return {'first_LxHxK': np.mean([np.asarray(f) for f, _ in measured], 0),
+          'map_LxTxT': np.mean([np.asarray(m) for _, m in measured], 0),
+          'uniform': float(np.mean(1.0 / np.arange(num_first, window + 1)))}
+
+
+def massive_activations(config, params, tokens_N: np.ndarray, window: int) -> dict[str, np.ndarray]:
+  """The residual stream after each block (L + 1 states: embeddings, then blocks) over the first
+  `window` tokens: 'abs_pos0_LxD' |h| at position 0 by channel, 'top_rest_L' the largest |h| at
+  positions ≥ 1, 'norm_ratio_L' ‖h₀‖ / median_t ‖h_t‖, 'top_channel_L' argmax_c |h₀,c|, and
+  'top_pos0_over_median_L' max_c |h₀,c| / median over positions ≥ 1 of ‖h_t‖."""
+
+  @jax.jit
+  def states(tokens_1xT):
+    _, inter = transformer.forward_with_intermediates(config, {'params': params}, tokens_1xT)
+    return jnp.stack([h[0] for h in inter.hidden_states])
+
+  h_LxTxD = np.asarray(states(jnp.asarray(tokens_N[:window])[None]), np.float64)
+  norms_LxT = np.linalg.norm(h_LxTxD, axis=-1)
+  median_L = np.median(norms_LxT[:, 1:], axis=1)
+  abs0_LxD = np.abs(h_LxTxD[:, 0])
+  return {'abs_pos0_LxD': abs0_LxD, 'top_rest_L': np.abs(h_LxTxD[:, 1:]).max(axis=(1, 2)),
+          'median_norm_L': median_L,
+          'norm_ratio_L': norms_LxT[:, 0] / median_L, 'top_channel_L': abs0_LxD.argmax(-1),
+          'top_pos0_over_median_L': abs0_LxD.max(-1) / median_L}
+
+
+def measure(config, params, tokens_XxN: np.ndarray, names: Sequence[str], spec: Spec,
+            newline_id: int | None, log: Callable[[str], None] = print,
+            with_dense: bool = True) -> dict[str, dict]:
+  """Every perplexity row of each text (module docstring) with its time and memory, and the
+  per-block curves ({'dense': (x, y), '<C>': {setting: (x, y)}}), by text name."""
+  skip = max(spec.newline_sinks, 1) - 1   # predictions of tokens 1..skip are left out
+  num_tokens = tokens_XxN.shape[1]
+  out = {name: {'rows': [], 'curves': {}, 'num_tokens': num_tokens, 'skip': skip}
+         for name in names}
+
+  def add(name, cache, setting, targets, nll, cost, note=''):
+    targets = np.asarray(targets)
+    after = targets >= (int(cache) if cache != 'dense' else 0)
+    row = {'cache': cache, 'setting': setting, 'perplexity': perplexity(nll[targets >= skip]),
+           'perplexity_all': perplexity(nll),
+           'perplexity_after_eviction': perplexity(nll[after]) if cache != 'dense' else None,
+           'targets': int(np.sum(targets >= skip)), 'note': note, **cost}
+    out[name]['rows'].append(row)
+    log(f'  {name}, cache {cache}, {setting}: perplexity {row["perplexity"]:.3f} '
+        f'({cost["run_s"]:.1f} s, compile {cost["compile_s"]:.1f} s)')
+
+  def curve(x, y):
+    return [np.asarray(x).tolist(), np.asarray(y).tolist()]
+
+  targets = np.arange(num_tokens - 1)
+  for name, tokens_N in zip(names, tokens_XxN if with_dense else ()):
+    nll, cost = dense(config, params, tokens_N)
+    add(name, 'dense', f'{num_tokens} tokens', targets, nll, cost)
+    out[name]['curves']['dense'] = curve(*block_perplexity(nll, spec.block))
+  for size in spec.cache_sizes:
+    labels, nll_XxSxN, cost = (streaming_settings(
+        config, params, tokens_XxN, size, spec.sinks, newline_id, spec.newline_sinks)
+                               if spec.streamed else ([], [[]] * len(names), {}))
+    streams = len(labels) * len(names)
+    share = {**cost, 'run_s': cost.get('run_s', 0) / max(streams, 1),
+             'kv_cache_mib': kv_cache_mib(config, size)}
+    note = f'one program for {streams} streams ({len(names)} texts): its time / {streams}'
+    stride = max(1, -(-num_tokens * size // spec.recompute_tokens)) if spec.recompute_tokens else 0
+    for name, nll_SxN, tokens_N in zip(names, nll_XxSxN, tokens_XxN):
+      by_setting = out[name]['curves'][str(size)] = {}
+      for label, nll in zip(labels, nll_SxN):
+        add(name, str(size), label, targets, nll, share, note)
+        by_setting[label] = curve(*block_perplexity(nll, spec.block))
+      if stride and name == names[0]:
+        scored, nll, cost = recompute(config, params, tokens_N, size, stride,
+                                      spec.recompute_chunk)
+        add(name, str(size), 'recompute', scored, nll, cost,
+            note=f'every {stride}th target ({len(scored)})')
+        x, y = block_perplexity(nll, max(1, spec.block // stride))
+        by_setting['recompute'] = curve(x * stride, y)
+  return out
+
+
+def markdown(result: dict) -> str:
+  """The perplexity tables (one per text), the attention and activation tables."""
+  parts = [f'# StreamingLLM on {result["model"]}\n']
+  for name, measured in result['texts'].items():
+    parts.append(f'## {name}: {measured["num_tokens"]} tokens; "perplexity" over the predictions '
+                 f'of tokens {measured["skip"] + 1}..{measured["num_tokens"] - 1}, "all targets" '
+                 f'of tokens 1..{measured["num_tokens"] - 1}\n')
+    parts.append(results.markdown_table(
+        measured['rows'],
+        {'cache C': 'cache', 'setting': 'setting', 'perplexity': 'perplexity',
+         'all targets': 'perplexity_all', 'targets ≥ C': 'perplexity_after_eviction',
+         'targets': 'targets', 'run s': 'run_s', 'compile s': 'compile_s',
+         'XLA temp MiB': 'temp_mib', 'KV cache MiB': 'kv_cache_mib', 'note': 'note'},
+        {'perplexity': '.2f', 'all targets': '.2f', 'targets ≥ C': '.2f', 'run s': '.1f',
+         'compile s': '.1f', 'XLA temp MiB': '.0f', 'KV cache MiB': '.1f'}))
+  if 'attention' not in result:
+    return '\n'.join(parts)
+  attn = result['attention']
+  first = np.asarray(attn['first_LxHxK'])
+  layer_rows = [{'layer': i, 'alpha0_mean': float(first[i, :, 0].mean()),
+                 'alpha0_max': float(first[i, :, 0].max()),
+                 'first_mass': float(first[i].sum(-1).mean()),
+                 'ratio': float(first[i, :, 0].mean() / attn['uniform'])}
+                for i in range(first.shape[0])]
+  parts.append(f'## Attention on the first tokens (windows of {attn["window"]} tokens; uniform '
+               f'causal attention: α₀ = {attn["uniform"]:.4f})\n')
+  parts.append(results.markdown_table(
+      layer_rows, {'layer': 'layer', 'α₀ mean over heads': 'alpha0_mean',
+                   'α₀ largest head': 'alpha0_max',
+                   f'first {first.shape[-1]} tokens, mean over heads': 'first_mass',
+                   'α₀ / uniform': 'ratio'},
+      {'α₀ mean over heads': '.3f', 'α₀ largest head': '.3f',
+       f'first {first.shape[-1]} tokens, mean over heads': '.3f', 'α₀ / uniform': '.0f'}))
+  act = result['activations']
+  act_rows = [{'layer': i, 'norm_ratio': act['norm_ratio_L'][i],
+               'top': float(np.max(act['abs_pos0_LxD'][i])), 'channel': act['top_channel_L'][i],
+               'top_ratio': act['top_pos0_over_median_L'][i], 'rest': act['top_rest_L'][i]}
+              for i in range(len(act['norm_ratio_L']))]
+  parts.append('## Massive activations: the residual stream at position 0 (state 0: the '
+               'embeddings; state i: after block i)\n')
+  parts.append(results.markdown_table(
+      act_rows, {'state': 'layer', '‖h₀‖ / median ‖h_t‖': 'norm_ratio', 'max |h₀,c|': 'top',
+                 'channel c': 'channel', 'max |h₀,c| / median ‖h_t‖': 'top_ratio',
+                 'max |h_t,c|, t ≥ 1': 'rest'},
+      {'‖h₀‖ / median ‖h_t‖': '.1f', 'max |h₀,c|': '.1f', 'max |h₀,c| / median ‖h_t‖': '.1f',
+       'max |h_t,c|, t ≥ 1': '.1f'}))
+  return '\n'.join(parts)
+
+
+def plot_blocks(result: dict, path: str) -> str:
+  """Perplexity per block of the stream, one panel per text and cache size (the paper's Fig. 3)."""
+  panels = {}
+  for name, measured in result['texts'].items():
+    for size in result['cache_sizes_done']:
+      curves = {**{k: v for k, v in measured['curves'].items() if k == 'dense'},
+                **measured['curves'][str(size)]}
+      panels[f'{name}, cache {size}'] = {label: (np.asarray(x), np.asarray(y))
+                                         for label, (x, y) in curves.items()}
+  return figures.plot_lines(
+      panels, path=path, xlabel='stream position (end of block)', log_y=list(panels),
+      title=f'{result["model"]}: perplexity per block of {result["spec"]["block"]} tokens',
+      ylabels={p: 'perplexity' for p in panels})
+
+
+def plot_attention(result: dict, path: str) -> str:
+  """Left: α₀ per layer and head (log colour); right: head-mean attention of the first 16 queries
+  in three layers (the paper's Fig. 2)."""
+  if 'attention' not in result:
+    return '\n'.join(parts)
+  attn = result['attention']
+  first = np.asarray(attn['first_LxHxK'])[:, :, 0]
+  maps = np.asarray(attn['map_LxTxT'])
+  layers = sorted({0, 1, first.shape[0] // 2, first.shape[0] - 1})
+  fig, axes = plt.subplots(1, 1 + len(layers), figsize=(3.2 * (1 + len(layers)) + 1, 3.6),
+                           layout='constrained')
+  im = axes[0].imshow(first.T, aspect='auto', cmap='viridis',
+                      norm=plt.matplotlib.colors.LogNorm(vmin=max(first.min(), 1e-4), vmax=1))
+  axes[0].set_xlabel('layer')
+  axes[0].set_ylabel('head')
+  axes[0].set_title(f'attention on token 0 (uniform: {attn["uniform"]:.3f})', fontsize=9)
+  fig.colorbar(im, ax=axes[0])
+  for ax, layer in zip(axes[1:], layers):
+    ax.imshow(maps[layer], cmap='magma', vmin=0, vmax=1)
+    ax.set_title(f'layer {layer}: head mean', fontsize=9)
+    ax.set_xlabel('key')
+    ax.set_ylabel('query')
+  fig.suptitle(f'{result["model"]}: attention on the first tokens', fontsize=10)
+  return figures.save(fig, path)
+
+
+def plot_activations(result: dict, path: str) -> str:
+  """Left: |h₀,c| by state and channel (log colour); right: per state, max |h₀,c| / median ‖h_t‖
+  and the largest |h_t,c| elsewhere."""
+  act = result['activations']
+  abs0 = np.asarray(act['abs_pos0_LxD'])
+  fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout='constrained')
+  im = axes[0].imshow(abs0, aspect='auto', cmap='viridis',
+                      norm=plt.matplotlib.colors.LogNorm(vmin=max(abs0.min(), 1e-3),
+                                                         vmax=abs0.max()))
+  axes[0].set_xlabel('channel')
+  axes[0].set_ylabel('residual state (0: embeddings)')
+  axes[0].set_title('|h| at position 0', fontsize=9)
+  fig.colorbar(im, ax=axes[0])
+  states = np.arange(abs0.shape[0])
+  axes[1].plot(states, act['top_pos0_over_median_L'], marker='o', ms=3,
+               label='max |h₀,c| / median ‖h_t‖')
+  axes[1].plot(states, np.asarray(act['top_rest_L']) / np.asarray(act['median_norm_L']),
+               marker='o', ms=3, label='max |h_t,c| (t ≥ 1) / median ‖h_t‖')
+  axes[1].set_yscale('log')
+  axes[1].set_xlabel('residual state')
+  axes[1].legend(fontsize=8)
+  axes[1].grid(alpha=0.3, which='both')
+  fig.suptitle(f'{result["model"]}: massive activations', fontsize=10)
+  return figures.save(fig, path)
+
+
+def run(config, params, tokenizer: tokenizers.Tokenizer, out: str, spec: Spec = Spec(),
+        model: str = '', log: Callable[[str], None] = print) -> dict:
+  """Measures everything (module docstring) and writes streaming.json, streaming.md and the three
+  figures to `out` (rewritten after each cache size, so a stopped run keeps what it measured);
+  returns the result."""
+  newline = tokenizer.encode('\n')
+  newline_id = newline[0] if len(newline) == 1 else None
+  result = {'model': model, 'spec': dataclasses.asdict(spec), 'texts': {},
+            'config': {k: str(v) for k, v in dataclasses.asdict(config).items()}}
+  begin, cpu = time.perf_counter(), time.process_time()
+  tokens_XxN = np.stack([stream(tokenizer, name, spec.num_tokens) for name in spec.texts])
+  log(f'{", ".join(spec.texts)}: {spec.num_tokens} tokens each')
+  kjv = tokens_XxN[0]
+  if spec.statistics:
+    window = min(spec.attention_window, len(kjv))
+    attention = first_tokens_attention(config, params, kjv, window, spec.attention_windows,
+                                       spec.num_first)
+    result['attention'] = {**attention, 'window': window}
+    result['activations'] = massive_activations(config, params, kjv, window)
+  for i, size in enumerate(spec.cache_sizes):
+    part = measure(config, params, tokens_XxN, spec.texts,
+                   dataclasses.replace(spec, cache_sizes=(size,)), newline_id, log,
+                   with_dense=spec.dense and i == 0)
+    for name, measured in part.items():
+      if name not in result['texts']:
+        result['texts'][name] = measured
+      else:
+        result['texts'][name]['rows'] += measured['rows']
+        result['texts'][name]['curves'] |= measured['curves']
+    result['cache_sizes_done'] = list(spec.cache_sizes[:i + 1])
+    result['wall_s'], result['cpu_s'] = time.perf_counter() - begin, time.process_time() - cpu
+    result['peak_rss_mib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    write_outputs(result, out)
+  return result
+
+
+def write_outputs(result: dict, out: str) -> None:
+  """streaming.json, streaming.md and the figures of `result` in `out`."""
+  os.makedirs(out, exist_ok=True)
+  results.write_json(os.path.join(out, 'streaming.json'), result)
+  text = markdown(result) + (f'\nWall {result["wall_s"]:.0f} s, {result["cpu_s"]:.0f} CPU-s, peak '
+                             f'resident memory {result["peak_rss_mib"]:.0f} MiB (cache sizes '
+                             f'{result["cache_sizes_done"]}).\n')
+  results.write_markdown(os.path.join(out, 'streaming.md'), text)
+  plot_blocks(result, os.path.join(out, 'perplexity_by_block.png'))
+  if 'attention' in result:
+    plot_attention(result, os.path.join(out, 'first_token_attention.png'))
+    plot_activations(result, os.path.join(out, 'massive_activations.png'))
+
+
+def merge(parts: Sequence[dict]) -> dict:
+  """One result from runs that measured parts of the table (other texts or cache sizes, with
+  `--skip`): rows and curves joined per text, the statistics of the run that has them; times
+  and memory are the parts' (wall and CPU summed, peak the largest)."""
+  merged = {'model': parts[0]['model'], 'spec': parts[0]['spec'], 'config': parts[0]['config'],
+            'texts': {}, 'cache_sizes_done': [], 'wall_s': 0.0, 'cpu_s': 0.0, 'peak_rss_mib': 0.0,
+            'parts': len(parts)}
+  for part in parts:
+    for name, measured in part['texts'].items():
+      into = merged['texts'].setdefault(name, {**measured, 'rows': [], 'curves': {}})
+      into['rows'] += measured['rows']
+      into['curves'] |= measured['curves']
+    merged['cache_sizes_done'] = sorted({*merged['cache_sizes_done'], *part['cache_sizes_done']})
+    merged['wall_s'] += part['wall_s']
+    merged['cpu_s'] += part['cpu_s']
+    merged['peak_rss_mib'] = max(merged['peak_rss_mib'], part['peak_rss_mib'])
+    for key in ('attention', 'activations'):
+      if key in part:
+        merged[key] = part[key]
+  merged['spec']['cache_sizes'] = merged['cache_sizes_done']
+  for measured in merged['texts'].values():   # dense first, then by cache size
+    measured['rows'].sort(key=lambda r: -1 if r['cache'] == 'dense' else int(r['cache']))
+  return merged
