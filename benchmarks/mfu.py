@@ -1,5 +1,5 @@
 r"""Model FLOPs utilisation of a GPT-2-124M-shaped decoder trained in bfloat16, and where the step's
-time goes (issue 40 item 3; the run book's entry `mfu`, docs/accelerator.md).
+time goes (the run book's entry `mfu`, docs/accelerator.md).
 
   python -m benchmarks.mfu --out=DIR [--batch=16] [--seq=1024] [--attention=einsum,cudnn] [--tiny]
 
@@ -16,7 +16,7 @@ Model FLOPs per step: the matmuls (`dot_general`) of the einsum variant's loss g
 from its jaxpr (`lib.matmul_flops_of`: the weights' 6·N·tokens, the tied head and attention's scores
 and mixing), the same for every variant (the same model maths); also 6·N·tokens. MFU = model FLOPs
 per second ÷ the device's bf16 dense peak (`lib.peak_flops`: 989 TFLOP/s on an H100; none on a
-CPU). The goal (issue 40): ≥ 40% on an H100.
+CPU). The goal: ≥ 40% on an H100.
 
 The profile: one more dispatch of each variant under `jax.profiler` (the trace `train.profile_steps`
 writes for a trainer run), its events summed by name: on a GPU the kernels of its streams, sorted by

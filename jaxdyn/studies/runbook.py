@@ -64,7 +64,7 @@ ENTRIES = {
     'galore': Entry(
         'GaLore at scale: AdamW vs GaLore (SVD, eigh) at the 60M LLaMA shape, bfloat16',
         'the one H100 measurement at d 1024 × 4 layers (docs/benchmarks.md): GaLore SVD 2.045× '
-        'AdamW amortised over T = 200, eigh 1.235×; goal ≤ 1.10× (issue 40)',
+        'AdamW amortised over T = 200, eigh 1.235×; goal ≤ 1.10×',
         'docs/benchmarks.md', ()),
     'mfu': Entry(
         'MFU of a GPT-2-124M-shaped decoder in bfloat16, einsum vs cuDNN attention',
