@@ -8,9 +8,9 @@ The model is the shared decoder (`transformer.gpt2_config`: 12 layers, d 768, 12
 float32 params, the loss in float32, AdamW (lr 6e-4, β 0.9 / 0.95, weight decay 0.1: nanoGPT's), on
 uniformly random tokens drawn in the step. Each `--attention` variant (`DecoderConfig.
 attention_impl`: `einsum`, the default, keeps the B×N×T×T scores and weights; `xla` and `cudnn` call
-`jax.nn.dot_product_attention`, cuDNN's fused flash attention on an NVIDIA GPU) is one member trained
-by the trainer's compiled chunk (`benchmarks.lib.sweep_timer`: `--steps` steps a dispatch, the state
-donated), timed in `--rounds` interleaved rounds (median wall seconds per step).
+`jax.nn.dot_product_attention`, cuDNN's fused flash attention on an NVIDIA GPU) is one member
+trained by the trainer's compiled chunk (`benchmarks.lib.sweep_timer`: `--steps` steps a dispatch,
+the state donated), timed in `--rounds` interleaved rounds (median wall seconds per step).
 
 Model FLOPs per step: the matmuls (`dot_general`) of the einsum variant's loss gradient, counted
 from its jaxpr (`lib.matmul_flops_of`: the weights' 6·N·tokens, the tied head and attention's scores
@@ -24,8 +24,8 @@ time, with their shares in matmul kernels, attention kernels, copies and the res
 reductions, elementwise), and the device's busy fraction of the dispatch's wall time; on a CPU the
 host's XLA threads. Peak device memory from `memory_stats()` where the backend has it.
 
-Writes DIR/mfu.json (`jaxdyn.studies.runbook.write_outputs`: date, device, per variant the step time,
-tokens/s, MFU, memory and the profile summary) and DIR/mfu.md (a row per variant). `--tiny`: a
+Writes DIR/mfu.json (`jaxdyn.studies.runbook.write_outputs`: date, device, per variant the step
+time, tokens/s, MFU, memory and the profile summary) and DIR/mfu.md (a row per variant). `--tiny`: a
 2-layer d 32 decoder on 2 × 16 tokens (the test's size; the `einsum` and `xla` variants on a CPU).
 """
 
@@ -176,14 +176,21 @@ def main(argv):
   tokens = jax.ShapeDtypeStruct((batch, seq + 1), jnp.int32)
   flops = lib.matmul_flops_of(jax.grad(loss_of(transformer.Decoder(reference))), params, tokens)
   peak, peak_text = lib.peak_flops(_PEAK.value)
-  timers, compile_s = {}, {}
-  for v in variants:
+  timers, compile_s, failed = {}, {}, {}
+  for v in variants:   # a variant that does not build here (cuDNN missing, say) is reported, not fatal
     start = time.perf_counter()
-    timers[v] = lib.sweep_timer(lm_task(configs[v], batch, seq), _STEPS.value)[0]
+    try:
+      timers[v] = lib.sweep_timer(lm_task(configs[v], batch, seq), _STEPS.value)[0]
+    except Exception as e:  # pylint: disable=broad-exception-caught
+      failed[v] = f'{type(e).__name__}: {e}'[:2000]
+      print(f'attention={v} failed: {failed[v]}', flush=True)
+      continue
     compile_s[v] = time.perf_counter() - start
+  if not timers:
+    raise RuntimeError(f'no variant ran: {failed}')
   medians = lib.interleaved(timers, _ROUNDS.value)
-  rows, results = [], {}
-  for v in variants:
+  rows, results = [], {v: {'error': e} for v, e in failed.items()}
+  for v in timers:
     seconds = medians[v]
     mfu = flops / seconds / peak if peak else None
     results[v] = {'step_ms': 1e3 * seconds, 'tokens_per_s': batch * seq / seconds,
@@ -197,6 +204,8 @@ def main(argv):
                  'matmul share of kernel time': (f"{p['category_share'].get('matmul', 0):.0%}"
                                                  if p.get('category_share') else '–'),
                  'top kernel': p['top'][0]['name'][:60] if p.get('top') else '–'})
+  rows += [{'attention': v, 'step ms': 'failed', 'tokens/s': '–', 'MFU': '–',
+             'matmul share of kernel time': '–', 'top kernel': e[:60]} for v, e in failed.items()]
   record = {'model': 'tiny decoder' if tiny else 'GPT-2 124M shape (transformer.gpt2_config)',
             'params': n_params, 'batch': batch, 'seq': seq, 'dtype': _DTYPE.value,
             'steps_per_dispatch': _STEPS.value, 'rounds': _ROUNDS.value,

@@ -1,6 +1,7 @@
-"""The accelerator run book (docs/accelerator.md, `jaxdyn.studies.runbook`): every command on the page
-parses with the entry's own options, one command of each entry runs at `--tiny` size and writes the
-JSON and markdown row the page promises, and the seed folders combine into the paper's statistic."""
+"""The accelerator run book (docs/accelerator.md, `jaxdyn.studies.runbook`): every command on the
+page parses with the entry's own options, one command of each entry runs at `--tiny` size and writes
+the JSON and markdown row the page promises, and the seed folders combine into the paper's
+statistic."""
 
 import copy
 import json
@@ -20,10 +21,10 @@ PAGE = os.path.join(ROOT, 'docs', 'accelerator.md')
 COMMON_FIELDS = ('entry', 'date', 'device', 'platform', 'jax', 'install_s', 'rows')
 FIELDS = {
     'coconut': ('seed', 'cut', 'steps', 'methods', 'ablation', 'data_from_carried_cache', 'paper',
-                'wall_s'),
+                'train_s', 'report_s', 'wall_s'),
     'galore': ('command', 'shape', 'optimizers', 'wall_s'),
     'mfu': ('params', 'batch', 'seq', 'model_flops_per_step', 'peak', 'variants'),
-    'sinks': ('program', 'seeds', 'summary', 'wall_s'),
+    'sinks': ('program', 'seeds', 'summary', 'train_s', 'wall_s'),
     'joma': ('cells_done', 'cells_left', 'cells', 'wall_s'),
     'streaming': ('model', 'tokens', 'caches', 'settings', 'wall_s'),
 }
@@ -31,7 +32,8 @@ FIELDS = {
 COLUMNS = {
     'coconut': ('seed', 'coconut test %', 'cot test %', 'no_cot test %',
                 'coconut without thoughts %'),
-    'galore': ('optimizer', 'amortised ms (T = 200)', '÷ AdamW amortised', 'MFU between / amortised'),
+    'galore': ('optimizer', 'amortised ms (T = 200)', '÷ AdamW amortised',
+               'MFU between / amortised'),
     'mfu': ('attention', 'step ms', 'MFU', 'matmul share of kernel time'),
     'sinks': ('program', 'BOS seeds with a sink', 'BOS eviction ratio', 'no-BOS ratio', 'targets'),
     'joma': ('cell', 'published s=1', 'ours s=1 trained', 'Δ s=1 (paired)'),
@@ -122,7 +124,9 @@ class RunbookTest(absltest.TestCase):
     for row in galore.values():
       self.assertGreater(row['amortised_ms'], 0)
     mfu = self.outputs['mfu'][0]
-    self.assertEqual(set(mfu['variants']), {'einsum', 'xla'})
+    self.assertEqual(set(mfu['variants']), {'einsum', 'xla', 'cudnn'})
+    self.assertIn('cuDNN', mfu['variants']['cudnn']['error'])   # no GPU here: reported, not fatal
+    self.assertEqual([r['step ms'] for r in mfu['rows']][2], 'failed')
     self.assertGreater(mfu['model_flops_per_step'], 0)
     self.assertTrue(mfu['variants']['einsum']['profile']['top'])
     joma = self.outputs['joma'][0]

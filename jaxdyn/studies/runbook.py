@@ -1,6 +1,7 @@
-"""The accelerator run book (docs/accelerator.md): results only a GPU can give, each entry one command
-that fits one lent call (one H100, at most 10 minutes, a bare machine; only small files under the
-output folder come back), each runnable at tiny size on a CPU (`--tiny`, tested in the suite).
+"""The accelerator run book (docs/accelerator.md): results only a GPU can give, each entry one
+command that fits one lent call (one H100, at most 10 minutes, a bare machine; only small files
+under the output folder come back), each runnable at tiny size on a CPU (`--tiny`, tested in the
+suite).
 
   python launch/runbook.py --entry=NAME --out=DIR [--tiny] [entry options]
   python launch/runbook.py --entry=coconut --combine=DIR0,DIR1,DIR2 --out=DIR   (seeds → mean ± sd)
@@ -25,6 +26,7 @@ to paste beside the published numbers on the page the run book names). The entri
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -33,16 +35,27 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import ml_collections
 import numpy as np
 
+from jaxdyn.analysis import attention_sinks_report
+from jaxdyn.analysis import attention_sinks_streaming
 from jaxdyn.core import results
 from jaxdyn.data import cache as data_cache
 from jaxdyn.data import prosqa
+from jaxdyn.experiments import attention_sinks
+from jaxdyn.experiments import coconut
+from jaxdyn.experiments import joma_hierarchical
+from jaxdyn.models import pretrained
+from jaxdyn.models import streaming
+from jaxdyn.studies import attention_sinks_grid as grid
+from jaxdyn.studies import joma_table1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +103,7 @@ ENTRIES = {
         ('model', 'text', 'caches', 'sinks', 'max_tokens', 'block', 'dtype')),
 }
 
+DATA_DIR = os.path.join('.runbook', 'data')   # the carried folder's data (`--data_cache`)
 INSTALL_ENV = 'RUNBOOK_INSTALL_S'   # the install's seconds, set by the device command
 WHEELS = ('ml-collections==1.1.0', 'tensorboardX==2.6.5', 'gguf==0.19.0')   # missing on the image
 
@@ -147,7 +161,6 @@ COCONUT_CUT = {'epochs': 60, 'epochs_per_stage': 6, 'eval_every_epochs': 6}
 def coconut_config(seed: int, tiny: bool):
   """`:superposition` with `COCONUT_CUT`, its three methods and one seed; `--tiny`: `:tiny` (every
   method, one seed: the program the coconut tests compile, shared through the suite's cache)."""
-  from jaxdyn.experiments import coconut  # pylint: disable=import-outside-toplevel
   c = coconut.get_config('tiny' if tiny else 'superposition')
   c.seed, c.num_seeds = seed, 1
   if not tiny:
@@ -164,14 +177,12 @@ def coconut_config(seed: int, tiny: bool):
 
 def coconut_data_files(config) -> list[str]:
   """The `data.cache` file names of the config's three splits (seeds data.seed + 0, 1, 2)."""
-  from jaxdyn.experiments import coconut  # pylint: disable=import-outside-toplevel
   d, s = config.data, coconut.spec(config)
   return [data_cache.file_name(prosqa.make_dataset, d.seed + i, n, s)
           for i, n in enumerate((d.num_train, d.num_val, d.num_test))]
 
 
 def run_coconut(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
-  from jaxdyn.experiments import coconut  # pylint: disable=import-outside-toplevel
   config = coconut_config(opts.seed, opts.tiny)
   directory = data_cache.cache_dir()
   cached = bool(directory) and all(os.path.isfile(os.path.join(directory, f))
@@ -180,6 +191,7 @@ def run_coconut(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   coconut.datasets(config)
   data_s = time.perf_counter() - start
   result = coconut.train_and_evaluate(config, workdir)
+  report_s = time.perf_counter() - start - data_s - result.wall_time_s
   with open(os.path.join(workdir, 'summary.json'), encoding='utf-8') as f:
     summary = json.load(f)
   methods = {r['method']: {'test_accuracy': r['test_accuracy'],
@@ -194,8 +206,8 @@ def run_coconut(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   record = {'seed': opts.seed, 'variant': 'tiny' if opts.tiny else 'superposition',
             'cut': None if opts.tiny else COCONUT_CUT, 'steps': config.train.steps,
             'num_train': config.data.num_train, 'batch': config.data.batch_size,
-            'data_from_carried_cache': cached, 'data_s': data_s,
-            'train_and_report_s': result.wall_time_s, 'methods': methods, 'ablation': ablation,
+            'data_from_carried_cache': cached, 'data_s': data_s, 'train_s': result.wall_time_s,
+            'report_s': report_s, 'methods': methods, 'ablation': ablation,
             'data_audit': summary['data_audit'],
             'paper': {m: coconut.PAPER_TABLE[m] for m in COCONUT_METHODS}}
   c_abl = ablation.get('coconut', {})
@@ -294,7 +306,7 @@ def run_galore(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
                      if r.get('mfu_between') is not None else 'peak unknown')})
   record = {'command': ' '.join(['python', *command[1:]]), 'shape': GALORE_TINY if opts.tiny
             else GALORE_SHAPE, 'optimizers': parsed,
-            'peak_memory': 'not measured by benchmarks.galore (to be completed at merge)'}
+            'peak_memory': 'not measured by benchmarks.galore'}
   return record, rows
 
 
@@ -303,7 +315,8 @@ def run_galore(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
 def run_mfu(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   """`python -m benchmarks.mfu` (it writes mfu.json and mfu.md itself)."""
   del workdir
-  attention = opts.attention or ('einsum,xla' if opts.tiny else 'einsum,cudnn')
+  # --tiny: cuDNN's variant fails on a CPU and is reported as failed, the others measured
+  attention = opts.attention or ('einsum,xla,cudnn' if opts.tiny else 'einsum,cudnn')
   command = [sys.executable, '-m', 'benchmarks.mfu', f'--out={out}', f'--attention={attention}',
              *(['--tiny'] if opts.tiny else [])]
   done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -322,8 +335,6 @@ SINK_PROGRAMS = ('long', 'reference')
 def sinks_config(program: str, seeds: Sequence[int] | None, tiny: bool):
   """`studies.attention_sinks_grid`'s program on `:bigram_backcopy`, with `seeds` (consecutive) of
   its members' seeds when given (the grid's table and streams do not depend on them)."""
-  from jaxdyn.experiments import attention_sinks  # pylint: disable=import-outside-toplevel
-  from jaxdyn.studies import attention_sinks_grid as grid  # pylint: disable=import-outside-toplevel
   config = grid.program_config(attention_sinks.get_config('bigram_backcopy'), program, tiny)
   if seeds:
     if list(seeds) != list(range(seeds[0], seeds[0] + len(seeds))):
@@ -335,7 +346,6 @@ def sinks_config(program: str, seeds: Sequence[int] | None, tiny: bool):
 
 def sink_rows(program: str, summary: dict, config) -> list[dict]:
   """`attention_sinks_grid.cell_rows` as the grid page's columns."""
-  from jaxdyn.studies import attention_sinks_grid as grid  # pylint: disable=import-outside-toplevel
   out = []
   for r in grid.cell_rows(program, summary, config):
     out.append({'program': program, 'lr': f"{r['lr']:g}", 'wd': f"{r['wd']:g}",
@@ -350,7 +360,6 @@ def sink_rows(program: str, summary: dict, config) -> list[dict]:
 
 
 def run_sinks(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
-  from jaxdyn.experiments import attention_sinks  # pylint: disable=import-outside-toplevel
   seeds = [int(s) for s in opts.seeds.split(',')] if opts.seeds else None
   config = sinks_config(opts.program, seeds, opts.tiny)
   result = attention_sinks.train_and_evaluate(config, workdir)
@@ -359,7 +368,7 @@ def run_sinks(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   record = {'program': opts.program, 'seeds': list(range(config.seed,
                                                          config.seed + config.num_seeds)),
             'steps': config.train.steps, 'members': len(result.members),
-            'train_and_report_s': result.wall_time_s, 'summary': summary,
+            'train_s': result.wall_time_s, 'summary': summary,
             'config': config.to_dict()}
   return record, sink_rows(opts.program, summary, config)
 
@@ -367,7 +376,6 @@ def run_sinks(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
 def merge_sink_summaries(summaries: Sequence[dict], config) -> dict:
   """One unswept `bigram_backcopy.json` summary from several seed subsets of one program: the
   members and per-control lists joined, the table over seeds recomputed from the members."""
-  from jaxdyn.analysis import attention_sinks_report as report  # pylint: disable=import-outside-toplevel
   if any('cells' in s for s in summaries):
     raise ValueError('swept programs (cells) are run whole, not combined')
   members = [m for s in summaries for m in s['members']]
@@ -378,7 +386,7 @@ def merge_sink_summaries(summaries: Sequence[dict], config) -> dict:
         per_control.setdefault(control, {}).setdefault(key, []).extend(values)
   rows = [{'control': m['control'], 'seed': m['seed'], 'eval': n, 'perplexity': p}
           for m in members for n, p in m['perplexity'].items()]
-  names = report.eval_names(config)
+  names = attention_sinks_report.eval_names(config)
   table = results.over_seeds(rows, 'perplexity', by=['control', 'eval'])
   table.sort(key=lambda r: (config.data.controls.index(r['control']), names.index(r['eval'])))
   return {**summaries[0], 'members': members, 'per_control': per_control, 'table': table}
@@ -392,7 +400,6 @@ def combine_sinks(folders: Sequence[str], out: str) -> dict:
   seeds = sorted(s for r in runs for s in r['seeds'])
   if len(set(seeds)) < len(seeds):
     raise ValueError(f'a seed is in two folders: {seeds}')
-  import ml_collections  # pylint: disable=import-outside-toplevel
   config = ml_collections.ConfigDict(runs[0]['config'])
   runs.sort(key=lambda r: r['seeds'][0])
   summary = merge_sink_summaries([r['summary'] for r in runs], config)
@@ -411,12 +418,10 @@ def run_joma(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   """Cells of `studies.joma_table1.GRID` from `--cells` (a start index, or a list) in order, each
   started only while the time left exceeds the longest cell so far (the first cell always runs;
   `--tiny`: 2 steps of `:tiny` and a budget of 0, so one cell)."""
-  from jaxdyn.experiments import joma_hierarchical  # pylint: disable=import-outside-toplevel
-  from jaxdyn.studies import joma_table1  # pylint: disable=import-outside-toplevel
-  grid = joma_table1.GRID
+  cell_grid = joma_table1.GRID
   cells = [int(c) for c in opts.cells.split(',')] if opts.cells else [0]
   if len(cells) == 1:
-    cells = list(range(cells[0], len(grid)))
+    cells = list(range(cells[0], len(cell_grid)))
   budget = (opts.budget_s if opts.budget_s is not None else 0.0 if opts.tiny else JOMA_BUDGET_S)
   start, longest, rows, done, skipped = time.perf_counter(), 0.0, [], [], []
   for index in cells:
@@ -424,10 +429,10 @@ def run_joma(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
       skipped.append(index)
       continue
     cell_start = time.perf_counter()
-    config = joma_table1.config('tiny' if opts.tiny else 'paper', grid[index],
+    config = joma_table1.config('tiny' if opts.tiny else 'paper', cell_grid[index],
                                 steps=2 if opts.tiny else None)
     result = joma_hierarchical.train_and_evaluate(
-        config, os.path.join(workdir, joma_table1.cell_name(grid[index])))
+        config, os.path.join(workdir, joma_table1.cell_name(cell_grid[index])))
     rows.append({**joma_table1.cell_row(result, config), 'cell': index})
     done.append(index)
     longest = max(longest, time.perf_counter() - cell_start)
@@ -439,7 +444,7 @@ def run_joma(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
     line['wall s'] = f"{row['wall_s']:.0f}"
     table.append(line)
   record = {'variant': 'tiny' if opts.tiny else 'paper', 'cells_done': done,
-            'cells_left': skipped + [i for i in range(len(grid)) if i not in cells],
+            'cells_left': skipped + [i for i in range(len(cell_grid)) if i not in cells],
             'budget_s': budget, 'cells': rows}
   return record, table
 
@@ -458,9 +463,6 @@ def run_streaming(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   and the re-computed window; each timed (its first call includes its compile: the streamed
   settings of one cache size share one program) with the device's peak memory after it."""
   del workdir
-  from jaxdyn.analysis import attention_sinks_streaming as evaluation  # pylint: disable=import-outside-toplevel
-  from jaxdyn.models import pretrained  # pylint: disable=import-outside-toplevel
-  from jaxdyn.models import streaming  # pylint: disable=import-outside-toplevel
   dtype = getattr(jnp, opts.dtype)
   config, params = pretrained.load(opts.model, dtype=dtype)
   if opts.tiny:   # the test's sizes replace the stream's (the model is the test's fixture)
@@ -469,15 +471,16 @@ def run_streaming(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
     caches = [int(c) for c in (opts.caches or '1024,2048').split(',')]
     max_tokens, block, text = opts.max_tokens or 20_480, opts.block or 1024, opts.text
   sinks = [int(k) for k in (opts.sinks or '1,4').split(',')]
-  tokens, how = evaluation.read_stream(text, config.vocab_size,
+  tokens, how = attention_sinks_streaming.read_stream(text, config.vocab_size,
                                        pretrained.resolve(opts.model), max_tokens)
   tokens_1xN = jnp.asarray(tokens)[None]
   settings: list[tuple[str, int | None, Callable]] = [
       ('dense', None, lambda: streaming.dense_nll(config, params, tokens_1xN))]
   for size in caches:
     for k in [0, *[k for k in sinks if k > 0]]:
-      settings.append((f'{k}+{size - k}', size, lambda k=k, size=size: streaming.streaming_nll_of_size(
-          config, params, tokens_1xN, np.int32(k), size)))
+      settings.append((f'{k}+{size - k}', size,
+                       lambda k=k, size=size: streaming.streaming_nll_of_size(
+                           config, params, tokens_1xN, np.int32(k), size)))
     settings.append((f'recompute {size}', size, lambda size=size: streaming.recompute_nll(
         config, params, tokens_1xN, size, 64)))
   measured, rows = [], []
@@ -494,7 +497,8 @@ def run_streaming(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
                      'block_perplexity': blocks})
     rows.append({'setting': name, 'perplexity': f'{ppl:.2f}',
                  'last block ppl': f'{blocks[-1]:.2f}', 's (first call with compile)':
-                 f'{seconds:.1f}', 'peak GiB so far': '–' if peak is None else f'{peak / 2**30:.2f}'})
+                 f'{seconds:.1f}',
+                 'peak GiB so far': '–' if peak is None else f'{peak / 2**30:.2f}'})
   record = {'model': opts.model, 'stream': how, 'tokens': int(tokens.size), 'block': block,
             'caches': caches, 'sinks': sinks, 'dtype': opts.dtype, 'settings': measured}
   return record, rows
@@ -508,6 +512,20 @@ COMBINERS = {'coconut': combine_coconut, 'sinks': combine_sinks}
 COMMON = ('entry', 'out', 'workdir', 'tiny', 'data_cache', 'prepare')
 
 
+@contextlib.contextmanager
+def _environ(name: str, value: str):
+  """$name = value inside the block, as it was after."""
+  previous = os.environ.get(name)
+  os.environ[name] = value
+  try:
+    yield
+  finally:
+    if previous is None:
+      os.environ.pop(name, None)
+    else:
+      os.environ[name] = previous
+
+
 def _read(folder: str, name: str) -> dict:
   path = os.path.join(folder, f'{name}.json')
   with open(path, encoding='utf-8') as f:
@@ -518,9 +536,9 @@ def parser() -> argparse.ArgumentParser:
   p = argparse.ArgumentParser(prog='launch/runbook.py', description=__doc__.split('\n')[0])
   p.add_argument('--entry', choices=sorted(ENTRIES))
   p.add_argument('--out', help='folder for <entry>.json and <entry>.md ($OUT on the device)')
-  p.add_argument('--workdir', help='training workdir (default: a folder under /tmp)')
+  p.add_argument('--workdir', help='training workdir (default: a new folder under /tmp)')
   p.add_argument('--tiny', action='store_true', help='test size, seconds on a CPU')
-  p.add_argument('--data_cache', default='.runbook/data',
+  p.add_argument('--data_cache', default=DATA_DIR,
                  help='$JAXDYN_DATA_CACHE for generated data (carried to the device)')
   p.add_argument('--prepare', help='here, before a call: wheels (pip download into '
                  '.runbook/wheels), coconut_data (the questions into --data_cache)')
@@ -553,8 +571,9 @@ def check_options(opts) -> None:
   given = [k for k, v in vars(opts).items() if v != defaults[k] and k not in COMMON]
   foreign = [k for k in given if k not in entry.options]
   if foreign:
-    raise SystemExit(f'error: --entry={opts.entry} takes {", ".join("--" + o for o in entry.options) or "no options"}'
-                     f'; got {", ".join("--" + k for k in foreign)}')
+    takes = ', '.join('--' + o for o in entry.options) or 'no options'
+    raise SystemExit(f'error: --entry={opts.entry} takes {takes}; got '
+                     f'{", ".join("--" + k for k in foreign)}')
   needed = {'coconut': 'seed', 'sinks': 'program', 'streaming': 'model'}.get(opts.entry)
   if needed and getattr(opts, needed) is None and not opts.combine:
     raise SystemExit(f'error: --entry={opts.entry} needs --{needed}')
@@ -570,10 +589,9 @@ def prepare(what: str, data_dir: str) -> None:
       subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--only-binary=:all:',
                       '-d', os.path.join('.runbook', 'wheels'), *WHEELS], check=True)
     elif item == 'coconut_data':
-      from jaxdyn.experiments import coconut  # pylint: disable=import-outside-toplevel
-      os.environ[data_cache.ENV] = data_dir
       start = time.perf_counter()
-      coconut.datasets(coconut_config(0, False))
+      with _environ(data_cache.ENV, data_dir):
+        coconut.datasets(coconut_config(0, False))
       print(f'coconut questions in {data_dir} ({time.perf_counter() - start:.0f} s)')
     else:
       raise SystemExit(f'error: --prepare takes wheels, coconut_data; got {item!r}')
@@ -588,11 +606,11 @@ def main(argv: Sequence[str]) -> dict | None:
     return None
   if opts.combine:
     return COMBINERS[opts.entry](opts.combine.split(','), opts.out)
-  os.environ.setdefault(data_cache.ENV, opts.data_cache)
   os.makedirs(opts.out, exist_ok=True)
-  workdir = opts.workdir or os.path.join('/tmp', 'runbook_work', opts.entry)
+  workdir = opts.workdir or tempfile.mkdtemp(prefix=f'runbook_{opts.entry}_')
   start = time.perf_counter()
-  record, rows = RUNNERS[opts.entry](opts, opts.out, workdir)
+  with _environ(data_cache.ENV, opts.data_cache):
+    record, rows = RUNNERS[opts.entry](opts, opts.out, workdir)
   if record is None:   # the entry wrote its own outputs (mfu)
     return _read(opts.out, opts.entry)
   record = {'command': ' '.join(['launch/runbook.py', *argv]), **record,
