@@ -18,7 +18,8 @@ from jaxdyn.studies import runbook
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, 'docs', 'accelerator.md')
 # The fields every entry's json has (`runbook.write_outputs`), and each entry's own.
-COMMON_FIELDS = ('entry', 'date', 'device', 'platform', 'jax', 'install_s', 'rows')
+COMMON_FIELDS = ('entry', 'date', 'device', 'platform', 'jax', 'install_s', 'compared_with',
+                 'goes_to', 'rows')
 FIELDS = {
     'coconut': ('seed', 'cut', 'steps', 'methods', 'ablation', 'data_from_carried_cache', 'paper',
                 'train_s', 'report_s', 'wall_s'),
@@ -88,6 +89,11 @@ class RunbookTest(absltest.TestCase):
     for args in self.commands:
       with self.subTest(' '.join(args)):
         runbook.check_options(runbook.parser().parse_args(args))
+
+  def test_entries_name_pages_that_exist(self):
+    for name, entry in runbook.ENTRIES.items():
+      with self.subTest(name):
+        self.assertTrue(os.path.isfile(os.path.join(ROOT, entry.docs)), entry.docs)
 
   def test_a_typo_is_refused(self):
     for args in (['--entry=coconut', '--out=o', '--sed=1'], ['--entry=mfu', '--out=o', '--seed=1'],

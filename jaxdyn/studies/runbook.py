@@ -128,11 +128,14 @@ def markdown_rows(rows: Sequence[dict]) -> str:
 
 
 def write_outputs(out: str, name: str, record: dict, rows: Sequence[dict]) -> dict:
-  """`out/<name>.json` ({'entry', environment, the record, 'rows'}) and `out/<name>.md` (the rows,
-  each with the date and device appended); returns what the json holds."""
+  """`out/<name>.json` ({'entry', environment, what the entry is compared with and where its result
+  goes, the record, 'rows'}) and `out/<name>.md` (the rows, each with the date and device
+  appended); returns what the json holds. `name` is an entry's or starts with one and '_'."""
   env = environment()
+  entry = ENTRIES[name.split('_')[0]]
   rows = [{**r, 'device': env['device'], 'date': env['date'][:10]} for r in rows]
-  full = {'entry': name, **env, **record, 'rows': rows}
+  full = {'entry': name, **env, 'title': entry.title, 'compared_with': entry.compared,
+          'goes_to': entry.docs, **record, 'rows': rows}
   results.write_json(os.path.join(out, f'{name}.json'), full)
   results.write_markdown(os.path.join(out, f'{name}.md'), markdown_rows(rows))
   return full
