@@ -156,7 +156,7 @@ def _mean_sd(values: Sequence[float]) -> str:
 COCONUT_METHODS = ('coconut', 'cot', 'no_cot')
 # The cut of `:superposition` (300 epochs of 69 steps, 25 epochs per stage, 3 seeds) to one call:
 # one seed, 60 epochs, 6 per stage (stage 0, the full path, for epochs 0-5; every node a thought
-# from epoch 24, as in the full run's 125-of-300 proportion of curriculum), evaluated every 6
+# from epoch 24 of 60, where the full run reaches it at epoch 100-125 of 300), evaluated every 6
 # epochs, one checkpoint at the end.
 COCONUT_CUT = {'epochs': 60, 'epochs_per_stage': 6, 'eval_every_epochs': 6}
 
@@ -285,17 +285,30 @@ def parse_galore(text: str) -> dict[str, dict]:
   return rows
 
 
+def run_logged(command: Sequence[str], log_path: str) -> str:
+  """Runs `command` (from the repository root), its output (stdout and stderr) passed on line by
+  line, so that a call cut at its limit still shows how far it got, and written to `log_path`;
+  returns the output, or raises with its end if the command fails."""
+  lines = []
+  with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        text=True) as proc:
+    for line in proc.stdout:
+      print(line, end='', flush=True)
+      lines.append(line)
+  log = ''.join(lines)
+  results.write_markdown(log_path, log)
+  if proc.returncode:
+    raise RuntimeError(f'{" ".join(command[1:])} exited {proc.returncode}:\n{log[-3000:]}')
+  return log
+
+
 def run_galore(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   del workdir
   command = galore_command(opts.tiny)
-  done = subprocess.run(command, capture_output=True, text=True, check=False)
-  log = done.stdout + done.stderr
-  results.write_markdown(os.path.join(out, 'galore_log.txt'), log)
-  if done.returncode:
-    raise RuntimeError(f'{" ".join(command[1:])} exited {done.returncode}:\n{log[-3000:]}')
-  parsed = parse_galore(done.stdout)
+  log = run_logged(command, os.path.join(out, 'galore_log.txt'))
+  parsed = parse_galore(log)
   if 'optax.adamw' not in parsed:
-    raise RuntimeError(f'no AdamW row in the benchmark\'s output:\n{done.stdout[-3000:]}')
+    raise RuntimeError(f'no AdamW row in the benchmark\'s output:\n{log[-3000:]}')
   adamw = parsed['optax.adamw']
   rows = []
   for name, r in parsed.items():
@@ -322,11 +335,7 @@ def run_mfu(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   attention = opts.attention or ('einsum,xla,cudnn' if opts.tiny else 'einsum,cudnn')
   command = [sys.executable, '-m', 'benchmarks.mfu', f'--out={out}', f'--attention={attention}',
              *(['--tiny'] if opts.tiny else [])]
-  done = subprocess.run(command, capture_output=True, text=True, check=False)
-  results.write_markdown(os.path.join(out, 'mfu_log.txt'), done.stdout + done.stderr)
-  if done.returncode:
-    raise RuntimeError(f'{" ".join(command[1:])} exited {done.returncode}:\n'
-                       f'{(done.stdout + done.stderr)[-3000:]}')
+  run_logged(command, os.path.join(out, 'mfu_log.txt'))
   return None, []
 
 
@@ -536,7 +545,8 @@ def _read(folder: str, name: str) -> dict:
 
 
 def parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog='launch/runbook.py', description=__doc__.split('\n')[0])
+  p = argparse.ArgumentParser(prog='launch/runbook.py',
+                              description="The accelerator run book's command (docs/accelerator.md).")
   p.add_argument('--entry', choices=sorted(ENTRIES))
   p.add_argument('--out', help='folder for <entry>.json and <entry>.md ($OUT on the device)')
   p.add_argument('--workdir', help='training workdir (default: a new folder under /tmp)')
