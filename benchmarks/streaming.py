@@ -33,9 +33,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.core import results
 from jaxdyn.models import streaming
 from jaxdyn.models import transformer
+from jaxdyn.report import results
 
 _CACHE = flags.DEFINE_integer('cache', 1024, 'Cache slots S: 4 sinks + S − 4 recent tokens.')
 _LENGTHS = flags.DEFINE_list('lengths', ['1024', '4096', '16384', '65536'],

@@ -47,6 +47,7 @@ import jax
 import numpy as np
 
 from benchmarks import lib
+from jaxdyn.core import config as config_lib
 from jaxdyn.experiments import joma_hierarchical
 from jaxdyn.experiments import reversal_curse
 from jaxdyn.experiments import scan_snap
@@ -87,11 +88,7 @@ def _configured(name: str, config):
       value = ast.literal_eval(value)
     except (ValueError, SyntaxError):
       pass   # a string
-    node = config
-    *parents, leaf = key.split('.')
-    for parent in parents:
-      node = node[parent]
-    node[leaf] = value
+    config_lib.set_field(config, key, value)
   return config
 
 

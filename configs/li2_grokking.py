@@ -6,7 +6,7 @@
   --config=configs/li2_grokking.py:groups    S4 at train fraction 0.6: hidden nodes align with irreps
 
 e.g. `--config.model.top=ridge`, `--config.opt.name=muon`, `--config.data.group=Z2xZ3xZ4`. The variants
-live in the library (`jaxdyn.experiments.li2_grokking.VARIANTS`).
+live in the library (`jaxdyn/experiments/li2_grokking/config.py`, which imports no jax).
 """
 
-from jaxdyn.experiments.li2_grokking import get_config  # noqa: F401
+from jaxdyn.experiments.li2_grokking.config import get_config  # noqa: F401

@@ -5,12 +5,8 @@
   --config=configs/modular_addition.py:grokking   small train fraction, delayed generalisation
   --config=configs/modular_addition.py:paper      CoGS Table 2's d=127 setting
 
-The variants are defined in the library (`jaxdyn.experiments.modular_addition.get_config`), so that a
-notebook gets the same configs without this file.
+The variants are defined in the library (`jaxdyn/experiments/modular_addition/config.py`, which
+imports no jax), so that a notebook gets the same configs without this file.
 """
 
-from jaxdyn.experiments import modular_addition
-
-
-def get_config(arg=None):
-  return modular_addition.get_config(arg)
+from jaxdyn.experiments.modular_addition.config import get_config  # noqa: F401

@@ -6,8 +6,8 @@
   --config=configs/scan_snap.py:fig6     one num_last of the Fig. 6 sweep (launch/scan_snap_fig6.py runs all)
   --config=configs/scan_snap.py:thm4     Theorem 4 setting (launch/scan_snap_thm4.py compares B_n(t))
 
-The variants are defined in the library (`jaxdyn.experiments.scan_snap.VARIANTS`), so that a
-notebook gets the same configs without this file.
+The variants are defined in the library (`jaxdyn/experiments/scan_snap/config.py`, which imports no
+jax), so that a notebook gets the same configs without this file.
 """
 
-from jaxdyn.experiments.scan_snap import get_config  # noqa: F401
+from jaxdyn.experiments.scan_snap.config import get_config  # noqa: F401

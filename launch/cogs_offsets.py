@@ -10,8 +10,8 @@ import json
 
 from absl import app, flags
 
-from jaxdyn.analysis import modular_addition as cogs
 from jaxdyn.core import checkpoint
+from jaxdyn.experiments.modular_addition import cogs
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'A modular_addition workdir with checkpoints/.')
 flags.mark_flags_as_required(['workdir'])

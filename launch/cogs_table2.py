@@ -9,9 +9,9 @@ seed's final weights analysed (`jaxdyn.studies.modular_addition_table2`). Writes
 `table2.json` to the workdir root. Rerunning resumes from checkpoints; a finished modulus is only
 re-analysed, and a smaller --steps than a run reached re-analyses it at the checkpoint of that step.
 
-The published columns (`analysis.modular_addition.published_markdown`): every seed's weights at the
+The published columns (`modular_addition.cogs.published_markdown`): every seed's weights at the
 reference's epoch 9900 (kept by 900-step checkpoints) and at the last step, under our form classifier
-and the reference's (`analysis.modular_addition.reference_factorize_solution`), mean ± standard error
+and the reference's (`modular_addition.cogs.reference_factorize_solution`), mean ± standard error
 over seeds, beside the slide's numbers: `table2_published.md` / `.json`.
 """
 

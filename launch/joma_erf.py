@@ -14,8 +14,8 @@ import os
 from absl import app, flags
 
 from jaxdyn.analysis import joma
-from jaxdyn.core import results
 from jaxdyn.data import joma as data_lib
+from jaxdyn.report import results
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
 _NUM_TOKENS = flags.DEFINE_integer('num_tokens', 10, 'Number of contextual tokens M.')

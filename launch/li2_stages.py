@@ -1,8 +1,8 @@
 """Li2's three stages without the training loop: `python launch/li2_stages.py --out=DIR`.
 
 Stage I: ‖G_F‖ over η and width, and the large-width formula against the exact G_F (stage_one.png;
-`jaxdyn.analysis.li2_lazy`). Stage II: energy ascent per group, the dominant irrep and E reached
-against E* (printed table; `jaxdyn.analysis.li2_energy`). Stage III: nodes frozen on a set of
+`jaxdyn.experiments.li2_grokking.lazy_learning`). Stage II: energy ascent per group, the dominant irrep and E reached
+against E* (printed table; `jaxdyn.experiments.li2_grokking.energy`). Stage III: nodes frozen on a set of
 frequencies; which frequencies the free nodes learn (`jaxdyn.studies.li2_modulation`).
 Everything is also written to DIR/stages.json.
 """
@@ -13,9 +13,9 @@ import time
 
 from absl import app, flags
 
-from jaxdyn.analysis import li2_energy
-from jaxdyn.analysis import li2_lazy
-from jaxdyn.core import results
+from jaxdyn.experiments.li2_grokking import energy as li2_energy
+from jaxdyn.experiments.li2_grokking import lazy_learning as li2_lazy
+from jaxdyn.report import results
 from jaxdyn.studies import li2_modulation
 
 _OUT = flags.DEFINE_string('out', None, 'Output directory.')

@@ -16,8 +16,8 @@ import time
 from absl import app, flags
 
 from jaxdyn.analysis import spectral_paths
-from jaxdyn.core import results
 from jaxdyn.data import graphs
+from jaxdyn.report import results
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
 _NUM_GRAPHS = flags.DEFINE_integer('num_graphs', 10_000, 'Random graphs per size.')

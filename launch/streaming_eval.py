@@ -20,8 +20,8 @@ from absl import app, flags
 import jax.numpy as jnp
 
 from jaxdyn.analysis import attention_sinks_streaming as evaluation
-from jaxdyn.core import results
 from jaxdyn.models import pretrained
+from jaxdyn.report import results
 
 _MODEL = flags.DEFINE_string('model', None, 'Checkpoint directory or hub name.')
 _TEXT = flags.DEFINE_string('text', None, 'Token ids (.npy) or a text file; default: KJV bytes.')

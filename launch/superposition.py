@@ -20,7 +20,7 @@ import time
 from absl import app, flags
 
 from jaxdyn.analysis import superposition
-from jaxdyn.core import results
+from jaxdyn.report import results
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
 _SIZES = flags.DEFINE_list('sizes', ['10', '20', '30', '50'], 'Node counts n.')

@@ -12,7 +12,7 @@ from jax import test_util as jtu
 import numpy as np
 
 from jaxdyn.analysis import attention_entropy
-from jaxdyn.core import figures
+from jaxdyn.report import figures
 
 
 class AttentionEntropyTest(absltest.TestCase):

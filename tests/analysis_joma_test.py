@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdyn.analysis import joma
-from jaxdyn.core import figures
 from jaxdyn.models import joma as model_lib
+from jaxdyn.report import figures
 from models_joma_test import NUM_CONTEXT, TEMPERATURE, figure_2_setting
 
 

@@ -5,8 +5,8 @@ import numpy as np
 
 from jaxdyn.analysis import reversal_curse
 from jaxdyn.core import task as task_lib
-from jaxdyn.core.figures import plt
 from jaxdyn.experiments import reversal_curse as experiment
+from jaxdyn.report.figures import plt
 
 
 def synthetic_result(tasks=(0, 1)) -> task_lib.TrainResult:

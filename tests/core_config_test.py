@@ -7,28 +7,11 @@ import sys
 from absl.testing import absltest, parameterized
 import ml_collections
 
+from jaxdyn.core import config as config_lib
 from jaxdyn.core.config import ConfigError
 from jaxdyn.experiments import modular_addition
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _set(config, dotted, value):
-  *groups, last = dotted.split('.')
-  node = config
-  for g in groups:
-    node = node[g]
-  with node.unlocked() if hasattr(node, 'unlocked') else _null():
-    node[last] = value
-  return config
-
-
-class _null:
-  def __enter__(self):
-    return self
-
-  def __exit__(self, *a):
-    return False
 
 
 class ConfigTest(parameterized.TestCase):
@@ -54,9 +37,23 @@ class ConfigTest(parameterized.TestCase):
       ('sweep.wd', (1e-4, float('inf')), 'sweep.wd'),
   )
   def test_bad_values_are_refused(self, field, value, named):
-    config = _set(modular_addition.get_config('tiny'), field, value)
+    config = config_lib.set_field(modular_addition.get_config('tiny'), field, value)
     with self.assertRaisesRegex(ConfigError, named.replace('.', r'\.')):
       modular_addition.check_config(config)
+
+  def test_set_field_sets_a_dotted_field_type_checked_unless_any_type(self):
+    config = modular_addition.get_config('tiny')
+    self.assertIs(config_lib.set_field(config, 'data.modulus', 11), config)
+    self.assertEqual(config.data.modulus, 11)
+    config_lib.set_field(config, 'loss', 'cross_entropy')   # a top-level field
+    self.assertEqual(config.loss, 'cross_entropy')
+    with self.assertRaisesRegex(TypeError, 'modulus'):
+      config_lib.set_field(config, 'data.modulus', 'eleven')
+    config_lib.set_field(config, 'data.modulus', 'eleven', any_type=True)
+    with self.assertRaisesRegex(ConfigError, r"'data\.modulus' must be of type int"):
+      modular_addition.check_config(config)
+    with self.assertRaises(KeyError):
+      config_lib.set_field(config, 'nodata.modulus', 3)
 
   def test_unknown_field_names_valid_ones(self):
     config = modular_addition.get_config('tiny')

@@ -60,15 +60,6 @@ def hostile_values(default):
   return []
 
 
-def set_field(config, dotted, value):
-  *groups, leaf = dotted.split('.')
-  node = config
-  for g in groups:
-    node = node[g]
-  with node.ignore_type():
-    node[leaf] = value
-
-
 BASE_GROUPS = ('experiment', 'seed', 'num_seeds', 'train.', 'mesh.')   # checked by every run
 
 
@@ -108,12 +99,12 @@ def smallest_sizes(module):
     if field.startswith(BASE_GROUPS) or isinstance(default, bool) or not isinstance(default, int):
       continue
     for value in range(0, min(default, 4)):
-      set_field(config, field, value)
+      config_lib.set_field(config, field, value, any_type=True)
       try:
         module.check_config(config)
         break
       except config_lib.ConfigError:
-        set_field(config, field, default)
+        config_lib.set_field(config, field, default, any_type=True)
   module.check_config(config)
   return config
 
@@ -127,7 +118,7 @@ def accepted_hostile_configs(module):
       continue
     for value in hostile_values(config_lib.get_field(tiny, field)):
       config = module.get_config('tiny')
-      set_field(config, field, value)
+      config_lib.set_field(config, field, value, any_type=True)
       try:
         module.check_config(config)
       except config_lib.ConfigError:
@@ -165,7 +156,7 @@ class DomainsTest(parameterized.TestCase):
       default = config_lib.get_field(tiny, field)
       for value in hostile_values(default):
         config = module.get_config('tiny')
-        set_field(config, field, value)
+        config_lib.set_field(config, field, value, any_type=True)
         try:
           module.check_config(config)
         except config_lib.ConfigError as e:

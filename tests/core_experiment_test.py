@@ -12,6 +12,7 @@ import optax
 from jaxdyn.core import checkpoint
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
+from jaxdyn.core import spec
 from jaxdyn.core import task as task_lib
 
 
@@ -84,9 +85,7 @@ class ExperimentTest(absltest.TestCase):
     for field, value, named in (('num_seeds', 0, 'num_seeds'), ('train.eval_every', 0,
                                                                 'train.eval_every'),
                                 ('opt.lr', 2.0, 'opt.lr')):
-      bad = TOY.get_config()
-      group, _, name = field.rpartition('.')
-      (bad[group] if group else bad)[name] = value
+      bad = config_lib.set_field(TOY.get_config(), field, value)
       with self.assertRaisesRegex(config_lib.ConfigError, named):
         TOY.check_config(bad)
     loose = ml_collections.ConfigDict({**c.to_dict(), 'extra': 1})
@@ -146,6 +145,24 @@ class StagesTest(absltest.TestCase):
     reloaded = STAGED.train_stages(STAGED.get_config(), workdir)   # finished: nothing retrained
     self.assertEqual(list(reloaded), ['first', 'second'])
     np.testing.assert_array_equal(reloaded['second'].params['b'], result.params['b'])
+
+  def test_from_spec_is_the_spec_with_the_run_side(self):
+    config_spec = spec.ConfigSpec(name='toy', schema=schema, variants={'short': _short}, check=check,
+                                  domains={'opt.lr': config_lib.positive(config_lib.MAX_SCALE),
+                                           'sweep.lr': config_lib.positive(config_lib.MAX_SCALE)})
+    built = experiment.Experiment.from_spec(config_spec, build_task=build_task)
+    self.assertIsInstance(built, spec.ConfigSpec)
+    for field in ('name', 'schema', 'variants', 'check', 'domains', 'relations'):
+      self.assertIs(getattr(built, field), getattr(config_spec, field), field)
+    self.assertIs(built.build_task, build_task)
+    self.assertEqual(built.get_config('short').to_dict(), config_spec.get_config('short').to_dict())
+    self.assertEqual(built.all_domains().keys(), config_spec.all_domains().keys())
+    for value, rule in ((0.0, 'must be > 0'), (2.0, 'must be < 1')):   # a domain, then `check`
+      for checker in (config_spec, built):
+        with self.assertRaisesRegex(config_lib.ConfigError, f"'opt.lr' = {value}.*{rule}"):
+          checker.check_config(config_lib.set_field(schema(), 'opt.lr', value))
+    with self.assertRaisesRegex(TypeError, 'build_task or stages'):
+      experiment.Experiment.from_spec(config_spec)
 
   def test_build_task_or_stages_one_of_them(self):
     with self.assertRaisesRegex(TypeError, 'build_task or stages'):

@@ -28,7 +28,7 @@ import jax
 import numpy as np
 from jaxdyn.experiments import modular_addition
 assert jax.device_count() == 8, jax.devices()
-modular_addition.write_figures = lambda result, config: None
+modular_addition.report.write_figures = lambda result, config: None
 out = {}
 for name, sweep, data in (('data_parallel', 1, 8), ('sweep_and_data', 2, 4)):
   config = modular_addition.get_config('tiny')
@@ -115,7 +115,7 @@ class MultiDeviceTest(absltest.TestCase):
 
     config = modular_addition.get_config('tiny')
     config.data.modulus = 11
-    with mock.patch.object(modular_addition, 'write_figures', lambda result, config: None):
+    with mock.patch.object(modular_addition.report, 'write_figures', lambda result, config: None):
       reference = modular_addition.train_and_evaluate(config, self.create_tempdir().full_path)
     self.assertEqual(jax.device_count(), 1)
     for name, result in results.items():

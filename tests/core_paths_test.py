@@ -20,11 +20,11 @@ import numpy as np
 from tensorboard.backend.event_processing import event_file_loader
 
 from jaxdyn.core import checkpoint as ckpt_lib
-from jaxdyn.core import figures
 from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import paths
-from jaxdyn.core import results
 from jaxdyn.core import workdir_lock
+from jaxdyn.report import figures
+from jaxdyn.report import results
 
 RUN = 'gs://bucket/runs/x'
 

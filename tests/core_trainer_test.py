@@ -20,13 +20,14 @@ import optax
 import orbax.checkpoint as ocp
 
 from jaxdyn.core import checkpoint as ckpt_lib
+from jaxdyn.core import config as config_lib
 from jaxdyn.core.config import ConfigError
 from jaxdyn.core import metrics as metrics_lib
-from jaxdyn.core import results
 from jaxdyn.core import sweep
 from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
 from jaxdyn.experiments import modular_addition
+from jaxdyn.report import results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -34,18 +35,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def tiny(**overrides):
   config = modular_addition.get_config('tiny')
   for dotted, value in overrides.items():
-    *groups, last = dotted.split('__')
-    node = config
-    for g in groups:
-      node = node[g]
-    node[last] = value
+    config_lib.set_field(config, dotted.replace('__', '.'), value)
   return config
 
 
 def without_figures(test):
   """For a test that checks records, params or errors but not curves.png: the report's drawing
   (about a third of a warm `:tiny` run) is skipped; the golden and diverged-sweep tests keep it."""
-  return mock.patch.object(modular_addition, 'write_figures', lambda result, config: None)(test)
+  return mock.patch.object(modular_addition.report, 'write_figures', lambda result, config: None)(test)
 
 
 def read_lines(workdir):

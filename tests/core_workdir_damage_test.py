@@ -124,7 +124,7 @@ class WorkdirDamageTest(absltest.TestCase):
     config = modular_addition.get_config('tiny')
     config.num_seeds = 1
     config.sweep.lr = (0.01, 1e6)
-    with mock.patch.object(modular_addition, 'write_figures', lambda result, config: None):
+    with mock.patch.object(modular_addition.report, 'write_figures', lambda result, config: None):
       result = modular_addition.train_and_evaluate(config, workdir)   # the records, not figures
     self.assertEqual(list(result.diverged), [1])
     first = result.diverged[1]

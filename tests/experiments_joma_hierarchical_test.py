@@ -7,9 +7,9 @@ from absl.testing import absltest
 import jax
 import numpy as np
 
-from jaxdyn.core.config import ConfigError
 from jaxdyn.data import joma as data_lib
 from jaxdyn.experiments import joma_hierarchical
+import refusals
 
 
 class JomaHierarchicalTest(absltest.TestCase):
@@ -46,10 +46,7 @@ class JomaHierarchicalTest(absltest.TestCase):
       np.testing.assert_array_equal(data[name], value)
 
   def test_more_classes_than_vocabulary_is_refused(self):
-    config = joma_hierarchical.get_config('tiny')
-    config.data.num_classes = 200
-    with self.assertRaisesRegex(ConfigError, 'num_classes'):
-      joma_hierarchical.check_config(config)
+    refusals.assert_refused(self, joma_hierarchical, {'data.num_classes': 200}, 'num_classes')
 
 
 class ClassCountBatchTest(absltest.TestCase):

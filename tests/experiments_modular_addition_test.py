@@ -8,9 +8,9 @@ from absl.testing import absltest, parameterized
 import numpy as np
 
 from jaxdyn.analysis import fourier
-from jaxdyn.core import config as config_lib
 from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import modular_addition
+import refusals
 
 
 class FourierAnalysisTest(parameterized.TestCase):
@@ -41,11 +41,8 @@ class FourierAnalysisTest(parameterized.TestCase):
       self.assertTrue(os.path.exists(os.path.join(result.workdir, 'figures', f'{name}.png')), name)
 
   def test_fourier_analysis_needs_addition(self):
-    config = modular_addition.get_config('tiny')
-    config.analysis.fourier = True
-    config.data.operation = 'mul'
-    with self.assertRaisesRegex(config_lib.ConfigError, 'analysis.fourier'):
-      modular_addition.check_config(config)
+    refusals.assert_refused(self, modular_addition,
+                            {'analysis.fourier': True, 'data.operation': 'mul'}, 'analysis.fourier')
 
   def test_paper_variant_tracks_the_monitors(self):
     self.assertTrue(modular_addition.get_config('paper').analysis.fourier)

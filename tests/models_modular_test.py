@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import test_util as jtu
 
-from jaxdyn.data import modular as data_lib
+from jaxdyn.experiments.modular_addition import data as data_lib
+from jaxdyn.models import choices
 from jaxdyn.models import modular as model_lib
 
 
@@ -26,6 +27,11 @@ class ModularMLPTest(parameterized.TestCase):
     hidden = one_hot @ jnp.concatenate([params['W_a'], params['W_b']], 0)
     expected = model_lib.ACTIVATIONS[activation](hidden) @ params['W_c']
     np.testing.assert_allclose(model.apply({'params': params}, inputs), expected, rtol=1e-5, atol=1e-6)
+
+  def test_the_choices_configs_name_are_those_defined_here(self):
+    # Configs name them from models/choices.py (no jax); the domains refuse any other.
+    self.assertEqual(choices.MODULAR_ACTIVATIONS, tuple(model_lib.ACTIVATIONS))
+    self.assertEqual(choices.MODULAR_LOSSES, tuple(model_lib.LOSSES))
 
   def test_init_is_torch_default_uniform(self):
     d, q = 23, 512

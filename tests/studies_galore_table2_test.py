@@ -7,9 +7,9 @@ from absl.testing import absltest, parameterized
 import jax
 import numpy as np
 
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import galore_pretrain
+from jaxdyn.report import results
 from jaxdyn.studies import galore_table2 as lib
 
 

@@ -9,8 +9,8 @@ import tempfile
 from absl.testing import absltest
 import numpy as np
 
-from jaxdyn.analysis import scan_snap as theory
 from jaxdyn.experiments import scan_snap
+from jaxdyn.experiments.scan_snap import theory
 from jaxdyn.studies import scan_snap_thm4
 
 

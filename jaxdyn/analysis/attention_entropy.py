@@ -15,8 +15,8 @@ import jax.numpy as jnp
 import matplotlib.ticker
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core.figures import plt
+from jaxdyn.report import figures
+from jaxdyn.report.figures import plt
 
 
 def row_entropy(weights_xS: jax.Array) -> jax.Array:

@@ -31,9 +31,9 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core.figures import plt
 from jaxdyn.models import transformer
+from jaxdyn.report import figures
+from jaxdyn.report.figures import plt
 
 SINK_THRESHOLD = 0.3
 

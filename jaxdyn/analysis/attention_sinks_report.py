@@ -25,14 +25,14 @@ import numpy as np
 
 from jaxdyn.analysis import attention_sinks as analysis
 from jaxdyn.core import checkpoint
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import attention_sinks as data_lib
 from jaxdyn.data import bigram_backcopy as bb
 from jaxdyn.models import attention_sinks as model_lib
 from jaxdyn.models import streaming
 from jaxdyn.models import transformer
+from jaxdyn.report import figures
+from jaxdyn.report import results
 
 
 def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:

@@ -31,10 +31,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdyn.analysis import attention_sinks
-from jaxdyn.core import results
 from jaxdyn.data import text
 from jaxdyn.models import streaming
 from jaxdyn.models import transformer
+from jaxdyn.report import results
 
 CACHES = ('dense', 'window', 'recompute', 'sink')
 

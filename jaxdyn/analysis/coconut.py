@@ -35,11 +35,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.core.figures import plt
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.data import prosqa
 from jaxdyn.models import coconut as model_lib
+from jaxdyn.report import figures
+from jaxdyn.report import results
+from jaxdyn.report.figures import plt
 
 FRONTIER, REACHABLE, UNREACHABLE = 0, 1, 2
 GROUP_NAMES = ('frontier', 'reachable, not frontier', 'unreachable')

@@ -16,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core.figures import plt
+from jaxdyn.report import figures
+from jaxdyn.report.figures import plt
 
 SOLUTION_THRESHOLD = 0.05  # |Z| above which a node counts toward a frequency's order (reference).
 

@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import ml_collections
 import numpy as np
 
-from jaxdyn.core import figures
+from jaxdyn.report import figures
 
 Curve = tuple[np.ndarray, np.ndarray]   # (steps, values)
 

@@ -19,9 +19,9 @@ import matplotlib.colors
 import matplotlib.lines
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core.figures import plt
 from jaxdyn.models import joma as model_lib
+from jaxdyn.report import figures
+from jaxdyn.report.figures import plt
 
 
 def normalized_correlation(a: jax.Array, b: jax.Array, eps: float = 1e-8) -> jax.Array:

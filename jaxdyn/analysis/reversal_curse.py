@@ -13,11 +13,11 @@ import matplotlib.ticker
 import ml_collections
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
-from jaxdyn.core.figures import plt
 from jaxdyn.data import reversal as data_lib
+from jaxdyn.report import figures
+from jaxdyn.report import results
+from jaxdyn.report.figures import plt
 
 TASKS = data_lib.TASKS
 

@@ -19,9 +19,9 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from jaxdyn.analysis import spectral_paths
-from jaxdyn.core import figures
-from jaxdyn.core.figures import plt
 from jaxdyn.data import graphs
+from jaxdyn.report import figures
+from jaxdyn.report.figures import plt
 
 FIGURES = ('curves', 'optimal_by_size', 'edge_embedding', 'embedding_scatter')
 

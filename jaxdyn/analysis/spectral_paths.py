@@ -207,7 +207,7 @@ def sln_table(sizes, num_graphs: int = 10_000, *, seed: int = 0,
 
 def sln_markdown(rows: list[dict]) -> str:
   """`sln_table` rows as a markdown table (rates in %)."""
-  from jaxdyn.core import results
+  from jaxdyn.report import results
   return results.markdown_table(
       rows, {'nodes': 'size', 'embedding': 'embedding', 'optimal %': lambda r: 100 * r['optimal'],
              'valid %': lambda r: 100 * r['valid'], 'mean edges': 'mean_edges',
@@ -217,7 +217,7 @@ def sln_markdown(rows: list[dict]) -> str:
 
 def plot_sln_table(rows: list[dict], path: str, title: str = '') -> str:
   """Optimal and valid rate (%) against graph size, one line per embedding (`sln_table` rows)."""
-  from jaxdyn.core import figures   # drawing only here: keeps the numerics free of matplotlib
+  from jaxdyn.report import figures   # drawing only here: keeps the numerics free of matplotlib
   panels = {'optimal path (%)': {}, 'valid path (%)': {}}
   for label in dict.fromkeys(r['embedding'] for r in rows):
     mine = [r for r in rows if r['embedding'] == label]

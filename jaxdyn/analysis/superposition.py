@@ -53,10 +53,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.core import figures
 from jaxdyn.core.config import require
-from jaxdyn.core.figures import plt
 from jaxdyn.data import prosqa
+from jaxdyn.report import figures
+from jaxdyn.report.figures import plt
 
 EMBEDDINGS = ('onehot', 'random')
 READOUTS = ('dual', 'matched')

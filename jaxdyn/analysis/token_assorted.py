@@ -11,9 +11,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core import results
-from jaxdyn.core.figures import plt
+from jaxdyn.report import figures
+from jaxdyn.report import results
+from jaxdyn.report.figures import plt
 
 
 def codebook_stats(chunks_MxL: np.ndarray, codes_M: np.ndarray, table_KxL: np.ndarray) -> dict:

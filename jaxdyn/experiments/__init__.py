@@ -1,4 +1,6 @@
-"""One module per experiment; `get(name)` finds the module whose `train_and_evaluate` runs it."""
+"""The registry of experiments: `get(name)` finds the package (`jaxdyn/experiments/<name>/`, or the
+module `<name>.py` of one not moved into its folder yet) whose `train_and_evaluate` runs it, and
+`get_config('name:variant')` its config, without jax for an experiment in its folder."""
 
 from __future__ import annotations
 

@@ -53,14 +53,14 @@ import optax
 from jaxdyn.analysis import coconut as probes
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import cache as data_cache
 from jaxdyn.data import prosqa
 from jaxdyn.data import prosqa_text
 from jaxdyn.models import coconut as model_lib
 from jaxdyn.models import pretrained as pretrained_lib
+from jaxdyn.report import figures
+from jaxdyn.report import results
 
 # The talk's slide "Performance in ProsQA" (Table 1 of the paper, GPT-2): accuracy % (mean ± sd
 # over seeds as the paper states) and the number of generated tokens.

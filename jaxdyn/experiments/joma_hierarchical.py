@@ -42,11 +42,11 @@ import optax
 from jaxdyn.analysis import joma
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
-from jaxdyn.core import figures
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import joma as data_lib
 from jaxdyn.models import joma as model_lib
 from jaxdyn.models import transformer
+from jaxdyn.report import figures
 
 
 def default_config() -> ml_collections.ConfigDict:

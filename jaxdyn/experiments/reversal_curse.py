@@ -31,13 +31,13 @@ import numpy as np
 from jaxdyn.analysis import reversal_curse as analysis
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
-from jaxdyn.core import figures
 from jaxdyn.core import sweep as sweep_lib
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import reversal as data_lib
 from jaxdyn.models import reversal as model_lib
 from jaxdyn.models import transformer
 from jaxdyn.optim import factory
+from jaxdyn.report import figures
 
 TASKS = data_lib.TASKS
 

@@ -30,11 +30,11 @@ import optax
 from jaxdyn.analysis import attention_entropy
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import text
 from jaxdyn.models import transformer
+from jaxdyn.report import figures
+from jaxdyn.report import results
 
 OPTIMIZERS = ('sgd', 'adam')
 

@@ -35,13 +35,13 @@ from jaxdyn.analysis import shortest_path as analysis
 from jaxdyn.core import checkpoint
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import graphs
 from jaxdyn.models import shortest_path as model_lib
 from jaxdyn.models import transformer
 from jaxdyn.optim import factory
+from jaxdyn.report import figures
+from jaxdyn.report import results
 
 
 def default_config() -> ml_collections.ConfigDict:

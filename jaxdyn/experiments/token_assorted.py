@@ -58,14 +58,14 @@ import optax
 from jaxdyn.analysis import token_assorted as analysis
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.data import token_assorted as data_lib
 from jaxdyn.models import shortest_path as decoding
 from jaxdyn.models import transformer
 from jaxdyn.models import vqvae
 from jaxdyn.optim import factory
+from jaxdyn.report import figures
+from jaxdyn.report import results
 
 MODES = ('no_cot', 'cot', 'latent')   # the `mode` label of a member is its index here
 

@@ -6,6 +6,8 @@ import jax
 import ml_collections
 import optax
 
+from jaxdyn.optim.choices import OPTIMIZERS, OPTIMIZERS_WITH_HIDDEN_LAYERS
+
 
 def adam_l2(learning_rate, weight_decay, b1=0.9, b2=0.999,
             eps=1e-8) -> optax.GradientTransformation:
@@ -32,10 +34,6 @@ def muon_hidden_adam_rest(learning_rate, weight_decay, hidden_layers, b1=0.9, b2
   return optax.partition(
       {'muon': optax.contrib.muon(learning_rate, beta=muon_beta, weight_decay=weight_decay),
        'adam': adam_l2(learning_rate, weight_decay, b1, b2, eps)}, labels)
-
-
-OPTIMIZERS = ('adam', 'adamw', 'sgd')
-OPTIMIZERS_WITH_HIDDEN_LAYERS = (*OPTIMIZERS, 'muon')   # for models that name their hidden layers
 
 
 def make_optimizer(opt: ml_collections.ConfigDict, learning_rate, weight_decay, hidden_layers=()

@@ -45,10 +45,11 @@ import time
 import ml_collections
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core import results
-from jaxdyn.core.figures import plt
+from jaxdyn.core import config as config_lib
 from jaxdyn.experiments import attention_sinks
+from jaxdyn.report import figures
+from jaxdyn.report import results
+from jaxdyn.report.figures import plt
 
 # name → (the factor and its source, config overrides as dotted field → value)
 PROGRAMS = {
@@ -73,14 +74,6 @@ EVICT_TARGET = 1.5      # mean BOS ratio ppl(0+C) / ppl(1+(C−1))
 CONTROL_TOLERANCE = 0.01
 
 
-def set_field(config: ml_collections.ConfigDict, dotted: str, value) -> None:
-  *groups, name = dotted.split('.')
-  node = config
-  for g in groups:
-    node = node[g]
-  node[name] = value
-
-
 def shrink(config: ml_collections.ConfigDict) -> None:
   """Test size: `:bigram_backcopy_tiny`'s shapes (2 seeds, context 8, 16 tokens, d 16), 4 steps
   (8 for a longer program), streams of 5 caches; the program's factor is kept."""
@@ -98,7 +91,7 @@ def program_config(base: ml_collections.ConfigDict, name: str,
   """`base` (a `:bigram_backcopy` config) with the program's overrides, shrunk if asked."""
   config = ml_collections.ConfigDict(base.to_dict())
   for field, value in PROGRAMS[name][1].items():
-    set_field(config, field, value)
+    config_lib.set_field(config, field, value)
   if small:
     shrink(config)
   attention_sinks.check_config(config)

@@ -16,10 +16,10 @@ import os
 import ml_collections
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core import results
 from jaxdyn.experiments import attention_sinks
 from jaxdyn.models import attention_sinks as model_lib
+from jaxdyn.report import figures
+from jaxdyn.report import results
 
 
 def compare_variants(config: ml_collections.ConfigDict, workdir: str,

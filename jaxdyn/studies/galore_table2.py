@@ -26,9 +26,9 @@ import ml_collections
 import numpy as np
 
 from jaxdyn.analysis import galore_pretrain as analysis
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import galore_pretrain as experiment
+from jaxdyn.report import results
 
 METHODS = experiment.METHODS
 

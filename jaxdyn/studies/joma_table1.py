@@ -17,9 +17,9 @@ from typing import Callable, Sequence
 import ml_collections
 
 from jaxdyn.analysis import joma
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import joma_hierarchical
+from jaxdyn.report import results
 
 GRID = tuple(itertools.product((20, 30, 50), (2, 3), ((10, 20), (20, 30))))
 

@@ -5,8 +5,8 @@ Per M and sample-size ratio c, ONE `li2_grokking` program over lr × seeds: Z_M,
 defaults (`cogo/config/dyn_madd.yaml`: q = 512, Adam lr × coupled L2 1e-4, cross-entropy ("nll"),
 full batch, 3000 epochs) and n = c·M ln M, by default its critical size c = 2.7482 − δ. The weights
 are kept every `checkpoint_every` steps and each hidden node's energy E(ŵ)
-(`analysis.li2_energy.node_energies`) computed afterwards; rows, tables and figures come from
-`analysis/li2_energy.py`. `launch/li2_lr_boundary.py` runs it.
+(`li2_grokking.energy.node_energies`) computed afterwards; rows, tables and figures come from
+`experiments/li2_grokking/energy.py`. `launch/li2_lr_boundary.py` runs it.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Callable, Sequence
 
 import ml_collections
 
-from jaxdyn.analysis import li2_energy
-from jaxdyn.core import results
 from jaxdyn.experiments import li2_grokking
+from jaxdyn.experiments.li2_grokking import energy as li2_energy
+from jaxdyn.report import results
 
 CRITICAL_RATIO_MULTIPLIER = 2.7482   # the reference's `critical_ratio_multiplier`
 

@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxdyn.analysis import li2
 from jaxdyn.data import groups as groups_data
-from jaxdyn.models import li2 as li2_model
+from jaxdyn.experiments.li2_grokking import model as li2_model
+from jaxdyn.experiments.li2_grokking import theory
 from jaxdyn.optim import factory
 
 
@@ -32,7 +32,7 @@ def stage_three(M: int = 23, frozen=(1, 2, 3, 4, 5), free_nodes: int = 16, per_f
   scale = M ** -0.5
   free0 = jax.random.uniform(jax.random.key(seed), (2 * M, free_nodes), minval=-scale, maxval=scale)
   out = {'M': M, 'frozen': list(frozen), 'free_nodes': free_nodes, 'steps': steps, 'lr': lr}
-  arms = (('with_frozen', li2.frozen_frequency_nodes(M, frozen, per_frequency, scale, seed)),
+  arms = (('with_frozen', theory.frozen_frequency_nodes(M, frozen, per_frequency, scale, seed)),
           ('control', np.zeros((2 * M, 0), np.float32)))
   for name, frozen_W in arms:
     frozen_W = jnp.asarray(frozen_W)
@@ -53,8 +53,8 @@ def stage_three(M: int = 23, frozen=(1, 2, 3, 4, 5), free_nodes: int = 16, per_f
 
     grad0 = np.asarray(jax.grad(loss)(free0))
     (free, _), _ = jax.jit(lambda f: jax.lax.scan(step, (f, tx.init(f)), None, length=steps))(free0)
-    p_grad = li2.frequency_power(grad0)[1:].sum(1)
-    p_final = li2.frequency_power(np.asarray(free))[1:]                   # frequencies 1..M//2
+    p_grad = theory.frequency_power(grad0)[1:].sum(1)
+    p_final = theory.frequency_power(np.asarray(free))[1:]                   # frequencies 1..M//2
     dominant = (p_final.argmax(0) + 1).tolist()
     in_frozen = [k - 1 for k in frozen]
     out[name] = {

@@ -6,7 +6,7 @@
                 over lr × c × seeds at one M; per-seed transitions and trajectories
 
 `launch/li2_scaling.py` runs both. Each run appends an entry (its members' final accuracies) to a
-log that `write_log` saves as results.json; heat-maps and curves (`analysis/li2_scaling.py`) go
+log that `write_log` saves as results.json; heat-maps and curves (`experiments/li2_grokking/scaling.py`) go
 beside it.
 """
 
@@ -20,9 +20,9 @@ from typing import Callable, Sequence
 import ml_collections
 import numpy as np
 
-from jaxdyn.analysis import li2_scaling as scaling
-from jaxdyn.core import results
 from jaxdyn.experiments import li2_grokking
+from jaxdyn.experiments.li2_grokking import scaling
+from jaxdyn.report import results
 
 
 def _print(line: str) -> None:
@@ -106,7 +106,7 @@ def lr_boundary(out: str, M: int, cs: Sequence[float], lrs: Sequence[float], *, 
                 echo: Callable[[str], None] | None = None) -> dict[float, dict]:
   """One program over lr × c × seeds on Z_M (gradient top layer), in `out`/lr/Z<M>[_<loss>]: heat-map
   and curves of the final test accuracy over (lr, c), trajectories at the middle c, and the per-lr
-  boundary (`analysis.li2_scaling.boundary_by`, also stored in the run's log entry). Returns the
+  boundary (`li2_grokking.scaling.boundary_by`, also stored in the run's log entry). Returns the
   boundary."""
   echo = echo or _print
   config = scaling_config(M, 'gradient', cs, seeds=seeds, steps=steps,

@@ -26,10 +26,10 @@ import ml_collections
 import numpy as np
 
 from jaxdyn.core import mesh as mesh_lib
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
 from jaxdyn.experiments import li2_grokking
+from jaxdyn.report import results
 
 
 def theorem3_width(M: int) -> int:

@@ -14,8 +14,8 @@ import jax
 import ml_collections
 
 from jaxdyn.core import mesh as mesh_lib
-from jaxdyn.core import results
 from jaxdyn.core import program
+from jaxdyn.report import results
 
 GIB = 2 ** 30
 

@@ -5,7 +5,7 @@ solutions of modular addition.
 Per width q ONE vmapped `modular_addition` program over wd × seeds in `<workdir>`/q<q> (the `paper`
 variant's training, as `studies/modular_addition_table2.py`: Adam with coupled L2 at lr 0.01, centred
 MSE, 90% train, full batch), then every member's weights at the reference's epoch 9900 (or the last
-step if fewer) analysed (`analysis.modular_addition.sweep_member`: solution orders, Table 2 cells under
+step if fewer) analysed (`modular_addition.cogs.sweep_member`: solution orders, Table 2 cells under
 our and the reference's classifier). `launch/cogs_sweep.py` runs it. Rerunning resumes from
 checkpoints.
 """
@@ -18,10 +18,10 @@ from typing import Callable, Sequence
 import ml_collections
 import numpy as np
 
-from jaxdyn.analysis import modular_addition as cogs
 from jaxdyn.core import checkpoint
-from jaxdyn.core import results
 from jaxdyn.experiments import modular_addition
+from jaxdyn.experiments.modular_addition import cogs
+from jaxdyn.report import results
 
 
 def _print(line: str) -> None:

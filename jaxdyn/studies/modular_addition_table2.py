@@ -3,7 +3,7 @@ decompose per frequency, beside the constructed global optimisers.
 
 Per modulus d: the `paper` variant of `modular_addition` (q=512, wd=5e-5, Adam with coupled L2 at
 lr 0.01, centred MSE, 90% train, full batch), all seeds as ONE vmapped program in `<workdir>/d<d>`,
-then each seed's final weights analysed (`analysis.modular_addition.fourier_summary`, read back from
+then each seed's final weights analysed (`modular_addition.cogs.fourier_summary`, read back from
 the run's fourier.json) into a Table 2 row. The published columns: every seed's weights at the
 reference's epoch 9900 (kept by 900-step checkpoints) and at the last step, under our form classifier
 and the reference's, mean ± standard error over seeds. Rerunning resumes from checkpoints; a
@@ -20,10 +20,10 @@ from typing import Callable, Sequence
 
 import ml_collections
 
-from jaxdyn.analysis import modular_addition as cogs
 from jaxdyn.core import checkpoint
-from jaxdyn.core import results
 from jaxdyn.experiments import modular_addition
+from jaxdyn.experiments.modular_addition import cogs
+from jaxdyn.report import results
 
 
 def _print(line: str) -> None:

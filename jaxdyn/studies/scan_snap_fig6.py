@@ -14,9 +14,9 @@ from typing import Callable, Iterable, Mapping, Sequence
 import ml_collections
 import numpy as np
 
-from jaxdyn.analysis import scan_snap as theory
-from jaxdyn.core import results
 from jaxdyn.experiments import scan_snap
+from jaxdyn.experiments.scan_snap import theory
+from jaxdyn.report import results
 
 ENTROPY = scan_snap.ENTROPY
 

@@ -15,11 +15,11 @@ from typing import Callable, Mapping, Sequence
 import ml_collections
 import numpy as np
 
-from jaxdyn.analysis import scan_snap as theory
-from jaxdyn.core import results
 from jaxdyn.core import task as task_lib
-from jaxdyn.data import scan_snap as data_lib
 from jaxdyn.experiments import scan_snap
+from jaxdyn.experiments.scan_snap import data as data_lib
+from jaxdyn.experiments.scan_snap import theory
+from jaxdyn.report import results
 
 
 def config(*, num_seeds: int = 1, lr_z: Sequence[float] = (0.5, 1.0, 2.0),

@@ -1,4 +1,4 @@
-"""Tests for the Scan & Snap model (jaxdyn.models.scan_snap)."""
+"""Tests for the Scan & Snap model (jaxdyn.experiments.scan_snap.model)."""
 
 from absl.testing import absltest, parameterized
 import jax
@@ -7,8 +7,8 @@ from jax.test_util import check_grads
 import numpy as np
 import optax
 
-from jaxdyn.data.scan_snap import TokenDistribution, sample_batch
-from jaxdyn.models import scan_snap
+from jaxdyn.experiments.scan_snap import model
+from jaxdyn.experiments.scan_snap.data import TokenDistribution, sample_batch
 
 
 class ModelTest(parameterized.TestCase):
@@ -20,8 +20,8 @@ class ModelTest(parameterized.TestCase):
 
   @parameterized.parameters(False, True)
   def test_forward_matches_explicit_sum(self, residual):
-    params = scan_snap.init_params(jax.random.key(1), self.dist.num_tokens)
-    logits = scan_snap.forward(params, self.tokens, residual)
+    params = model.init_params(jax.random.key(1), self.dist.num_tokens)
+    logits = model.forward(params, self.tokens, residual)
     z, y = np.asarray(params['Z'], np.float64), np.asarray(params['Y'], np.float64)
     for b, sequence in enumerate(np.asarray(self.tokens)):
       query, context = sequence[-1], sequence[:-1]
@@ -35,22 +35,22 @@ class ModelTest(parameterized.TestCase):
                                  atol=1e-6)
 
   def test_zero_init_loss_is_log_m(self):
-    params = scan_snap.init_params(jax.random.key(0), self.dist.num_tokens, zero=True)
-    np.testing.assert_allclose(scan_snap.loss(params, self.tokens, self.labels),
+    params = model.init_params(jax.random.key(0), self.dist.num_tokens, zero=True)
+    np.testing.assert_allclose(model.loss(params, self.tokens, self.labels),
                                np.log(self.dist.num_tokens), rtol=1e-6)
 
   @parameterized.parameters(False, True)
   def test_gradients_match_finite_differences(self, residual):
     with jax.enable_x64(True):
       params = jax.tree.map(lambda p: p.astype(jnp.float64),
-                            scan_snap.init_params(jax.random.key(2), self.dist.num_tokens))
-      loss = jax.jit(lambda p: scan_snap.loss(p, self.tokens, self.labels, residual))
+                            model.init_params(jax.random.key(2), self.dist.num_tokens))
+      loss = jax.jit(lambda p: model.loss(p, self.tokens, self.labels, residual))
       check_grads(loss, (params,), order=1, modes=('rev',), atol=1e-6, rtol=1e-6)
 
   def test_optimizer_uses_separate_rates(self):
-    params = scan_snap.init_params(jax.random.key(3), self.dist.num_tokens)
-    grads = jax.grad(scan_snap.loss)(params, self.tokens, self.labels)
-    opt = scan_snap.optimizer(lr_z=0.5, lr_y=2.0)
+    params = model.init_params(jax.random.key(3), self.dist.num_tokens)
+    grads = jax.grad(model.loss)(params, self.tokens, self.labels)
+    opt = model.optimizer(lr_z=0.5, lr_y=2.0)
     updates, state = opt.update(grads, opt.init(params), params)
     np.testing.assert_allclose(updates['Z'], -0.5 * grads['Z'], rtol=1e-6)
     np.testing.assert_allclose(updates['Y'], -2.0 * grads['Y'], rtol=1e-6)

@@ -3,7 +3,7 @@
 from absl.testing import absltest, parameterized
 import numpy as np
 
-from jaxdyn.data import modular as data_lib
+from jaxdyn.experiments.modular_addition import data as data_lib
 
 
 class DataTest(parameterized.TestCase):

@@ -1,10 +1,10 @@
-"""Tests for the Scan & Snap synthetic data (jaxdyn.data.scan_snap)."""
+"""Tests for the Scan & Snap synthetic data (jaxdyn.experiments.scan_snap.data)."""
 
 from absl.testing import absltest, parameterized
 import jax
 import numpy as np
 
-from jaxdyn.data.scan_snap import TokenDistribution, sample_batch
+from jaxdyn.experiments.scan_snap.data import TokenDistribution, sample_batch
 
 
 class TokenDistributionTest(parameterized.TestCase):

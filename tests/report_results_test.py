@@ -8,7 +8,7 @@ from absl.testing import absltest
 import numpy as np
 
 from jaxdyn.core import metrics as metrics_lib
-from jaxdyn.core import results
+from jaxdyn.report import results
 
 MEMBERS = [{'lr': 0.1, 'seed': 0}, {'lr': 0.1, 'seed': 1}, {'lr': 0.3, 'seed': 0},
            {'lr': 0.3, 'seed': 1}]

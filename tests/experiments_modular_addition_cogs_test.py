@@ -7,8 +7,8 @@ from absl.testing import absltest, parameterized
 import numpy as np
 
 from jaxdyn.analysis import fourier
-from jaxdyn.analysis import modular_addition as cogs
 from jaxdyn.analysis import semiring as S
+from jaxdyn.experiments.modular_addition import cogs
 
 
 def member(seed, test_accuracy, order4_frequencies, d=9):

@@ -1,4 +1,4 @@
-"""Tests for jaxdyn.analysis.li2: ridge closed forms against autodiff, Stage II energy maxima, the
+"""Tests for jaxdyn.experiments.li2_grokking.theory: ridge closed forms against autodiff, Stage II energy maxima, the
 irrep-alignment figure and Stage III's frequency power."""
 import os
 
@@ -10,9 +10,9 @@ import numpy as np
 import scipy.linalg
 
 from jaxdyn.analysis import groups as G
-from jaxdyn.analysis import li2
 from jaxdyn.data import groups as D
-from models_li2_test import X64TestCase, features_and_targets
+from jaxdyn.experiments.li2_grokking import theory
+from experiments_li2_grokking_model_test import X64TestCase, features_and_targets
 
 
 class StageOneTest(X64TestCase):
@@ -20,39 +20,39 @@ class StageOneTest(X64TestCase):
   @parameterized.parameters((12, 16, 0.3), (12, 5, 2.0))
   def test_backprop_is_minus_the_gradient_of_the_ridge_optimal_loss(self, n, K, eta):
     F, Y = features_and_targets(n, K)
-    grad = jax.grad(li2.ridge_optimal_loss)(F, Y, eta)
-    np.testing.assert_allclose(li2.ridge_backprop(F, Y, eta), -grad, rtol=1e-8, atol=1e-12)
-    jtu.check_grads(lambda F: li2.ridge_optimal_loss(F, Y, eta), (F,), order=1, modes=['rev'])
+    grad = jax.grad(theory.ridge_optimal_loss)(F, Y, eta)
+    np.testing.assert_allclose(theory.ridge_backprop(F, Y, eta), -grad, rtol=1e-8, atol=1e-12)
+    jtu.check_grads(lambda F: theory.ridge_optimal_loss(F, Y, eta), (F,), order=1, modes=['rev'])
 
   def test_large_width_form_is_exact_for_scalar_gram_matrices(self):
     # F̃ = √s · (orthonormal basis of 1⊥): F̃F̃ᵀ = sP₁⊥ and F̃ᵀF̃ = sI with K = n − 1, so Kc₁ = nc₂ = s.
     n, s = 8, 2.9
     _, Y = features_and_targets(n=n)
-    Y = li2.centre_samples(Y)
-    Q, _ = jnp.linalg.qr(li2.centre_samples(jax.random.normal(jax.random.key(3), (n, n - 1))))
+    Y = theory.centre_samples(Y)
+    Q, _ = jnp.linalg.qr(theory.centre_samples(jax.random.normal(jax.random.key(3), (n, n - 1))))
     F = jnp.sqrt(s) * Q
     np.testing.assert_allclose(F @ F.T, s * (jnp.eye(n) - 1 / n), atol=1e-12)
-    for form in (li2.ridge_backprop_large_width, li2.ridge_backprop_lazy_limit):
-      np.testing.assert_allclose(form(F, Y, 0.4), li2.ridge_backprop(F, Y, 0.4), rtol=1e-8, atol=1e-12)
+    for form in (theory.ridge_backprop_large_width, theory.ridge_backprop_lazy_limit):
+      np.testing.assert_allclose(form(F, Y, 0.4), theory.ridge_backprop(F, Y, 0.4), rtol=1e-8, atol=1e-12)
 
   def test_lazy_limit_converges_as_width_grows_under_lemma_one(self):
     # Lemma 1's setting: unit inputs with xᵢᵀxⱼ = ρ, w ~ N(0, I), σ = x². The K → ∞ form's error falls
     # like √(n/K); the stated form has the right direction but is (Kc₁+η)/(nc₂+η) times too large.
     n, rho, eta = 24, 0.3, 1.0
-    X = li2.constant_inner_product_inputs(n, rho)
+    X = theory.constant_inner_product_inputs(n, rho)
     np.testing.assert_allclose(X @ X.T, (1 - rho) * jnp.eye(n) + rho, atol=1e-12)
     labels = jax.random.randint(jax.random.key(5), (n,), 0, 4)
-    Y = li2.centre_samples(jax.nn.one_hot(labels, 4, dtype=jnp.float64))
+    Y = theory.centre_samples(jax.nn.one_hot(labels, 4, dtype=jnp.float64))
     errs, cosines = [], []
     for K in (96, 1536, 24576):
-      F = li2.centre_samples((X @ jax.random.normal(jax.random.key(K), (n + 1, K))) ** 2)
-      exact = li2.ridge_backprop(F, Y, eta)
-      errs.append(float(li2.relative_error(li2.ridge_backprop_lazy_limit(F, Y, eta), exact)))
-      stated = li2.ridge_backprop_large_width(F, Y, eta)
-      cosines.append(float(li2.cosine(stated, exact)))
-      c1, c2 = li2.lazy_constants(F)
+      F = theory.centre_samples((X @ jax.random.normal(jax.random.key(K), (n + 1, K))) ** 2)
+      exact = theory.ridge_backprop(F, Y, eta)
+      errs.append(float(theory.relative_error(theory.ridge_backprop_lazy_limit(F, Y, eta), exact)))
+      stated = theory.ridge_backprop_large_width(F, Y, eta)
+      cosines.append(float(theory.cosine(stated, exact)))
+      c1, c2 = theory.lazy_constants(F)
       np.testing.assert_allclose(c1, c2 * n / (n - 1), rtol=1e-12)
-    np.testing.assert_allclose(c1, li2.quadratic_lazy_c1(rho), rtol=0.1)
+    np.testing.assert_allclose(c1, theory.quadratic_lazy_c1(rho), rtol=0.1)
     self.assertTrue(np.all(np.diff(errs) < 0), errs)
     self.assertLess(errs[-1], 0.1)
     self.assertLess(errs[-1], 0.4 * errs[0])      # 16× the width: ≈ 1/4 of the error
@@ -63,19 +63,19 @@ class StageOneTest(X64TestCase):
   def test_large_width_forms_are_exact_as_eta_grows(self):
     # η ≫ ‖F̃‖²: G_F → ỸỸᵀF̃/η, and both forms tend to it whatever K and n.
     F, Y = features_and_targets(n=12, K=7)
-    F, Y = li2.centre_samples(F), li2.centre_samples(Y)
-    for form in (li2.ridge_backprop_large_width, li2.ridge_backprop_lazy_limit):
-      errs = [float(li2.relative_error(form(F, Y, eta), li2.ridge_backprop(F, Y, eta)))
+    F, Y = theory.centre_samples(F), theory.centre_samples(Y)
+    for form in (theory.ridge_backprop_large_width, theory.ridge_backprop_lazy_limit):
+      errs = [float(theory.relative_error(form(F, Y, eta), theory.ridge_backprop(F, Y, eta)))
               for eta in (1e2, 1e4, 1e6)]
       self.assertLess(errs[2], 1e-3)
       self.assertLess(errs[2], errs[0] / 1e3)
 
   def test_backprop_vanishes_in_the_three_limits(self):
     F, Y = features_and_targets(n=10, K=20)
-    small, mid, large = li2.ridge_backprop_norms(F, Y, [1e-6, 1.0, 1e8])
+    small, mid, large = theory.ridge_backprop_norms(F, Y, [1e-6, 1.0, 1e8])
     self.assertLess(small, 1e-4 * mid)
     self.assertLess(large, 1e-4 * mid)
-    norms = li2.ridge_backprop_norms_over_width(jax.random.key(1), Y, [16, 256, 4096], 1.0)
+    norms = theory.ridge_backprop_norms_over_width(jax.random.key(1), Y, [16, 256, 4096], 1.0)
     self.assertTrue(np.all(np.diff(norms) < 0))
     self.assertLess(norms[-1], 0.02 * norms[0])
 
@@ -84,30 +84,30 @@ class StageTwoTest(X64TestCase):
 
   @parameterized.parameters(7, 9, 13)
   def test_modular_addition_odd_maxima_are_single_frequencies(self, M):
-    X, Y = li2.group_inputs(D.cyclic(M))
-    w, E = li2.energy_ascent(jax.random.normal(jax.random.key(M), (6, 2 * M)), X, Y, steps=1000)
+    X, Y = theory.group_inputs(D.cyclic(M))
+    w, E = theory.energy_ascent(jax.random.normal(jax.random.key(M), (6, 2 * M)), X, Y, steps=1000)
     np.testing.assert_allclose(E, M / 16, rtol=1e-5)
     for wi in np.asarray(w):
-      self.assertGreater(li2.irrep_energy_fractions(wi, D.cyclic(M)).max(), 0.999)
-    np.testing.assert_allclose(li2.irrep_energy_fractions(np.asarray(w).T, D.cyclic(M)).T,
-                               [li2.irrep_energy_fractions(wi, D.cyclic(M)) for wi in np.asarray(w)],
+      self.assertGreater(theory.irrep_energy_fractions(wi, D.cyclic(M)).max(), 0.999)
+    np.testing.assert_allclose(theory.irrep_energy_fractions(np.asarray(w).T, D.cyclic(M)).T,
+                               [theory.irrep_energy_fractions(wi, D.cyclic(M)) for wi in np.asarray(w)],
                                rtol=1e-10, atol=1e-12)
 
   @parameterized.parameters(8, 10)
   def test_even_modulus_alternating_feature(self, M):
     group = D.cyclic(M)
-    X, Y = li2.group_inputs(group)
+    X, Y = theory.group_inputs(group)
     sign, kind = G.real_irreps(group)[1]
     self.assertEqual(kind, 'real')
     alternating = jnp.asarray(np.tile(sign.character.real, 2) / np.sqrt(2 * M))
-    np.testing.assert_allclose(li2.energy(alternating, X, Y), M / 8, rtol=1e-6)
-    self.assertAlmostEqual(jax.grad(li2.energy)(alternating, X, Y) @ jnp.ones(2 * M), 0, places=8)
+    np.testing.assert_allclose(theory.energy(alternating, X, Y), M / 8, rtol=1e-6)
+    self.assertAlmostEqual(jax.grad(theory.energy)(alternating, X, Y) @ jnp.ones(2 * M), 0, places=8)
 
   @parameterized.named_parameters(('S3', D.symmetric(3)), ('D5', D.dihedral(5)),
                                   ('Z2xZ3xZ4', D.direct_product(D.cyclic(2), D.cyclic(3), D.cyclic(4))))
   def test_group_maxima_per_irrep(self, group):
     M = len(group.table)
-    X, Y = li2.group_inputs(group)
+    X, Y = theory.group_inputs(group)
     seen = set()
     for i, (rep, kind) in enumerate(G.real_irreps(group)[1:]):
       if (rep.dim, kind) in seen and M > 12:  # large abelian groups: one irrep per (dim, kind)
@@ -115,15 +115,15 @@ class StageTwoTest(X64TestCase):
       seen.add((rep.dim, kind))
       P = jnp.asarray(scipy.linalg.block_diag(*[G.isotypic_projector(group, rep)] * 2))
       starts = jax.random.normal(jax.random.fold_in(jax.random.key(0), i), (3, 2 * M))
-      _, E = li2.energy_ascent(starts, X, Y, steps=800, projector=P)
-      np.testing.assert_allclose(E, li2.predicted_max_energy(M, rep.dim, kind), rtol=1e-5)
-    w, E = li2.energy_ascent(jax.random.normal(jax.random.key(9), (6, 2 * M)), X, Y, steps=800)
+      _, E = theory.energy_ascent(starts, X, Y, steps=800, projector=P)
+      np.testing.assert_allclose(E, theory.predicted_max_energy(M, rep.dim, kind), rtol=1e-5)
+    w, E = theory.energy_ascent(jax.random.normal(jax.random.key(9), (6, 2 * M)), X, Y, steps=800)
     irreps = G.real_irreps(group)
     for wi, Ei in zip(np.asarray(w), np.asarray(E)):
-      fractions = li2.irrep_energy_fractions(wi, group)
+      fractions = theory.irrep_energy_fractions(wi, group)
       self.assertGreater(fractions.max(), 0.999)
       rep, kind = irreps[int(fractions.argmax())]
-      np.testing.assert_allclose(Ei, li2.predicted_max_energy(M, rep.dim, kind), rtol=1e-4)
+      np.testing.assert_allclose(Ei, theory.predicted_max_energy(M, rep.dim, kind), rtol=1e-4)
 
 
 class FiguresTest(absltest.TestCase):
@@ -131,10 +131,10 @@ class FiguresTest(absltest.TestCase):
   def test_irrep_alignment_figure(self):
     group = D.symmetric(3)
     W = np.random.default_rng(0).normal(size=(12, 8))
-    path = li2.plot_irrep_alignment(W, group, os.path.join(self.create_tempdir().full_path, 'a.png'),
+    path = theory.plot_irrep_alignment(W, group, os.path.join(self.create_tempdir().full_path, 'a.png'),
                                     title='S3', subtitle='random')
     self.assertGreater(os.path.getsize(path), 0)
-    fractions = li2.irrep_energy_fractions(W, group)
+    fractions = theory.irrep_energy_fractions(W, group)
     np.testing.assert_allclose(fractions.sum(0), 1.0, rtol=1e-10)   # the irreps span R^G
 
 
@@ -144,14 +144,14 @@ class StageThreeTest(absltest.TestCase):
     M, k = 11, 3
     m = np.arange(M)
     w = np.concatenate([np.cos(2 * np.pi * k * m / M), np.sin(2 * np.pi * k * m / M + 1)])[:, None]
-    power = li2.frequency_power(w)[:, 0]
+    power = theory.frequency_power(w)[:, 0]
     self.assertEqual(power.argmax(), k)
     self.assertAlmostEqual(power[k] / power.sum(), 1.0, places=6)
 
   def test_frozen_frequency_nodes_sit_on_their_frequencies(self):
-    W = li2.frozen_frequency_nodes(13, (2, 5), per_frequency=3, scale=0.5, seed=1)
+    W = theory.frozen_frequency_nodes(13, (2, 5), per_frequency=3, scale=0.5, seed=1)
     self.assertEqual(W.shape, (26, 6))
-    np.testing.assert_array_equal(li2.frequency_power(W).argmax(0), [2, 2, 2, 5, 5, 5])
+    np.testing.assert_array_equal(theory.frequency_power(W).argmax(0), [2, 2, 2, 5, 5, 5])
 
 
 if __name__ == '__main__':

@@ -1,4 +1,4 @@
-"""Tests of jaxdyn.analysis.scan_snap: the Fig. 4/6 composition metrics, Theorem 4's prediction and
+"""Tests of jaxdyn.experiments.scan_snap.theory: the Fig. 4/6 composition metrics, Theorem 4's prediction and
 its measurement."""
 
 import os
@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxdyn.analysis import scan_snap as theory
-from jaxdyn.core import figures
-from jaxdyn.data.scan_snap import TokenDistribution
+from jaxdyn.experiments.scan_snap import theory
+from jaxdyn.experiments.scan_snap.data import TokenDistribution
+from jaxdyn.report import figures
 
 
 def _rk4(rate, y0, t_grid):

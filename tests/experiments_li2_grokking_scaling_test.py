@@ -1,8 +1,8 @@
-"""Tests for jaxdyn.analysis.li2_scaling: locating the transition, the lr boundary, trajectories."""
+"""Tests for jaxdyn.experiments.li2_grokking.scaling: locating the transition, the lr boundary, trajectories."""
 from absl.testing import absltest
 import numpy as np
 
-from jaxdyn.analysis import li2_scaling as scaling
+from jaxdyn.experiments.li2_grokking import scaling
 
 
 class TransitionTest(absltest.TestCase):

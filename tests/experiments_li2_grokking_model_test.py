@@ -1,13 +1,13 @@
-"""Tests for jaxdyn.models.li2: the net against its one-hot form, init, the ridge top layer and its
+"""Tests for jaxdyn.experiments.li2_grokking.model: the net against its one-hot form, init, the ridge top layer and its
 gradient (Li2 Stage I's envelope argument), the weighted loss."""
 from absl.testing import absltest, parameterized
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.analysis import li2
 from jaxdyn.data import groups as D
-from jaxdyn.models import li2 as model_lib
+from jaxdyn.experiments.li2_grokking import model as model_lib
+from jaxdyn.experiments.li2_grokking import theory
 from jaxdyn.models import modular
 
 
@@ -63,7 +63,7 @@ class RidgeTest(X64TestCase):
     V = model_lib.ridge_top_layer(F, Y, 0.3)
     loss = lambda V: 0.5 * jnp.sum((F @ V - Y) ** 2) + 0.15 * jnp.sum(V ** 2)  # noqa: E731
     np.testing.assert_allclose(jax.grad(loss)(V), 0, atol=1e-10)
-    np.testing.assert_allclose(loss(V), li2.ridge_optimal_loss(F, Y, 0.3), rtol=1e-10)
+    np.testing.assert_allclose(loss(V), theory.ridge_optimal_loss(F, Y, 0.3), rtol=1e-10)
 
   def test_ridge_top_drops_padding_and_its_gradient_is_the_envelope_one(self):
     M, eta = 5, 0.2
@@ -82,7 +82,7 @@ class RidgeTest(X64TestCase):
       return 0.5 * jnp.sum(R ** 2) + 0.5 * eta * jnp.sum(V ** 2)
 
     def optimal(W):      # min over V, the value the envelope theorem differentiates
-      return li2.ridge_optimal_loss(model_lib.hidden_features({'W': W}, pairs[:14]), Y, eta)
+      return theory.ridge_optimal_loss(model_lib.hidden_features({'W': W}, pairs[:14]), Y, eta)
     np.testing.assert_allclose(stopped(params['W']), optimal(params['W']), rtol=1e-10)
     np.testing.assert_allclose(jax.grad(stopped)(params['W']), jax.grad(optimal)(params['W']),
                                rtol=1e-7, atol=1e-10)

@@ -1,9 +1,9 @@
-"""Tests for jaxdyn.analysis.li2_lazy: Li2 Stage I's study (features at init, G_F limits, large width)."""
+"""Tests for jaxdyn.experiments.li2_grokking.lazy_learning: Li2 Stage I's study (features at init, G_F limits, large width)."""
 
 from absl.testing import absltest
 import numpy as np
 
-from jaxdyn.analysis import li2_lazy
+from jaxdyn.experiments.li2_grokking import lazy_learning as li2_lazy
 
 
 class StageOneTest(absltest.TestCase):

@@ -1,4 +1,4 @@
-"""Tests for jaxdyn.analysis.li2_energy: Li2 Stage II per irrep, and its table."""
+"""Tests for jaxdyn.experiments.li2_grokking.energy: Li2 Stage II per irrep, and its table."""
 import os
 import tempfile
 
@@ -6,9 +6,9 @@ from absl.testing import absltest
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.analysis import li2
-from jaxdyn.analysis import li2_energy
 from jaxdyn.data import groups as groups_data
+from jaxdyn.experiments.li2_grokking import energy as li2_energy
+from jaxdyn.experiments.li2_grokking import theory
 
 
 class StageTwoTest(absltest.TestCase):
@@ -30,9 +30,9 @@ class NodeEnergyTest(absltest.TestCase):
 
   def test_node_energies_match_the_stage_two_energy(self):
     group = groups_data.from_name('Z9')
-    X, Y = li2.group_inputs(group)
+    X, Y = theory.group_inputs(group)
     W = np.random.default_rng(0).normal(size=(18, 4)) * np.array([1.0, 3.0, 0.1, 7.0])
-    expected = [float(li2.energy(jnp.asarray(w / np.linalg.norm(w), jnp.float32), X, Y)) for w in W.T]
+    expected = [float(theory.energy(jnp.asarray(w / np.linalg.norm(w), jnp.float32), X, Y)) for w in W.T]
     np.testing.assert_allclose(li2_energy.node_energies(W, group), expected, rtol=1e-5)
 
   def test_a_single_frequency_node_sits_at_the_maximum_and_zero_nodes_are_skipped(self):

@@ -1,4 +1,4 @@
-"""Tests of jaxdyn/core/figures.py: member labels, axis rules, and the figures' one outside legend."""
+"""Tests of jaxdyn/report/figures.py: member labels, axis rules, and the figures' one outside legend."""
 
 import os
 
@@ -6,8 +6,8 @@ from absl.testing import absltest
 import matplotlib.ticker
 import numpy as np
 
-from jaxdyn.core import figures
-from jaxdyn.core.figures import plt
+from jaxdyn.report import figures
+from jaxdyn.report.figures import plt
 
 
 class MemberLabelTest(absltest.TestCase):

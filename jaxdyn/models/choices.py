@@ -1,0 +1,8 @@
+"""The names a config may choose among for the models of this layer, importable without jax.
+
+An experiment's config module (which imports no jax) names its domains' choices from here; each
+model module that defines them (a dict of functions) is checked against these names by its test.
+"""
+
+MODULAR_ACTIVATIONS = ('quadratic', 'relu', 'silu', 'identity')   # models/modular.py: ACTIVATIONS
+MODULAR_LOSSES = ('mse', 'cross_entropy')                         # models/modular.py: LOSSES
