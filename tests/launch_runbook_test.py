@@ -9,10 +9,13 @@ import os
 import re
 import shlex
 import tempfile
+from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
 
+from jaxdyn.data import cache as data_cache
+from jaxdyn.experiments import coconut
 from jaxdyn.studies import runbook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -147,10 +150,18 @@ class RunbookTest(absltest.TestCase):
       self.assertLen(s['block_perplexity'], 6)
       self.assertTrue(np.isfinite(s['perplexity']))
 
-  def test_coconut_data_is_read_from_the_cache_once_written(self):
+  def test_coconut_questions_go_through_the_data_cache(self):
+    # The files `--prepare=coconut_data` carries are the ones coconut.datasets reads: a data seed no
+    # other test uses, so that no run in this process has the questions in memory already.
     config = runbook.coconut_config(0, True)
-    for name in runbook.coconut_data_files(config):
-      self.assertTrue(os.path.isfile(os.path.join(self.cache, name)))
+    config.data.seed = 1234
+    cache = os.path.join(self.tmp, 'questions')
+    with mock.patch.dict(os.environ, {data_cache.ENV: cache}):
+      first = coconut.datasets(config)
+    names = runbook.coconut_data_files(config)
+    self.assertCountEqual(os.listdir(cache), names)
+    with np.load(os.path.join(cache, names[2])) as test:   # the test split, as written
+      np.testing.assert_array_equal(test['question'], first['test']['question'])
 
   def test_coconut_seeds_combine_to_mean_and_sd(self):
     _, out = self.outputs['coconut']

@@ -46,7 +46,6 @@ import numpy as np
 
 from jaxdyn.analysis import attention_sinks_report
 from jaxdyn.analysis import attention_sinks_streaming
-from jaxdyn.core import results
 from jaxdyn.data import cache as data_cache
 from jaxdyn.data import prosqa
 from jaxdyn.experiments import attention_sinks
@@ -54,6 +53,7 @@ from jaxdyn.experiments import coconut
 from jaxdyn.experiments import joma_hierarchical
 from jaxdyn.models import pretrained
 from jaxdyn.models import streaming
+from jaxdyn.report import results
 from jaxdyn.studies import attention_sinks_grid as grid
 from jaxdyn.studies import joma_table1
 
