@@ -11,6 +11,8 @@ where a Python with torch is given. Run each from the repository root as a modul
                  training step, projector computation.
   streaming      the sink + window cache against re-computation and dense attention, by stream length.
   coconut        continuous thoughts in one `lax.scan` against a Python loop of jitted steps.
+  mfu            a GPT-2-124M-shaped decoder in bfloat16: MFU per attention implementation (einsum,
+                 cuDNN's fused attention) and a profile of where the step's time goes.
   galore_parity  jaxdyn GaLore against the published PyTorch GaLoreAdamW (needs torch and
                  galore-torch in this Python).
 

@@ -59,6 +59,7 @@ HEAVY_FIRST = (
     'core_mesh_test',
     'core_trainer_test',
     'launch_train_test',
+    'launch_runbook_test',
     'models_',
     'core_',
     'optim_',

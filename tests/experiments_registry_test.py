@@ -27,9 +27,12 @@ from jaxdyn.experiments import registry_table
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Entry points and helpers that serve every experiment rather than one.
-SHARED_LAUNCH = {'launch/train.py', 'launch/figure_gallery.py', 'launch/memory_report.py'}
-SHARED_BENCHMARKS = {'benchmarks/__init__.py', 'benchmarks/lib.py', 'benchmarks/torch_steps.py'}
-SHARED_STUDIES = {'jaxdyn/studies/__init__.py', 'jaxdyn/studies/memory_policies.py'}
+SHARED_LAUNCH = {'launch/train.py', 'launch/figure_gallery.py', 'launch/memory_report.py',
+                 'launch/runbook.py'}
+SHARED_BENCHMARKS = {'benchmarks/__init__.py', 'benchmarks/lib.py', 'benchmarks/torch_steps.py',
+                     'benchmarks/mfu.py'}
+SHARED_STUDIES = {'jaxdyn/studies/__init__.py', 'jaxdyn/studies/memory_policies.py',
+                  'jaxdyn/studies/runbook.py'}
 
 # A layer may import itself and the layers listed (jaxdyn/<layer>/...).
 MAY_IMPORT = {

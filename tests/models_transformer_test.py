@@ -249,6 +249,8 @@ class DecoderTest(parameterized.TestCase):
       dict(overrides=dict(parallel_residual=True, norm_placement='post'),
            message='parallel_residual'),
       dict(overrides=dict(identity_out=True, head_dim=2), message='identity_out'),
+      dict(overrides=dict(attention_impl='flash'), message='attention_impl'),
+      dict(overrides=dict(attention_impl='xla', attention='sink'), message="attention='softmax'"),
   )
   def test_bad_configs_raise(self, overrides, message):
     with self.assertRaisesRegex(ValueError, message):
@@ -285,6 +287,25 @@ class DecoderTest(parameterized.TestCase):
       grads = transformer.unstack_layers(grads, 3)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
                  grads, want_grads)
+
+  def test_fused_attention_computes_the_einsum_attention(self):
+    # jax.nn.dot_product_attention (XLA's implementation here; cuDNN's on a GPU, the run book's MFU
+    # entry) on grouped KV heads with RoPE, causal: the same logits and gradients as the explicit
+    # scores, and no attention weights sown.
+    config = tiny_config(num_heads=4, num_kv_heads=2, positions='rope')
+    fused = dataclasses.replace(config, attention_impl='xla')
+    tokens = random_tokens()
+    params = init(config, tokens)['params']
+    value, grads = _squared_logits_value_and_grad(params, fused, tokens)
+    want_value, want_grads = _squared_logits_value_and_grad(params, config, tokens)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7),
+                 grads, want_grads)
+    _, sown = transformer.Decoder(fused).apply({'params': params}, tokens,
+                                               mutable=['intermediates'])
+    self.assertNotIn('attn', sown['intermediates']['layer_0'])
+    with self.assertRaisesRegex(ValueError, 'KV-cache'):
+      transformer.Decoder(fused).apply({'params': params}, tokens, transformer.init_cache(fused, 2))
 
   def test_scanned_layers_have_no_cache_or_intermediates_path(self):
     config = tiny_config(num_layers=2, scan_layers=True)

@@ -54,6 +54,7 @@ from jaxdyn.analysis import coconut as probes
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import experiment
 from jaxdyn.core import task as task_lib
+from jaxdyn.data import cache as data_cache
 from jaxdyn.data import prosqa
 from jaxdyn.data import prosqa_text
 from jaxdyn.models import coconut as model_lib
@@ -435,7 +436,8 @@ def pretrained_init(config, cfg):
 
 def datasets(config) -> dict[str, dict[str, np.ndarray]]:
   """{'train', 'val', 'test'}: `prosqa.make_dataset` with seeds data.seed + 0, 1, 2 (with
-  curriculum.step_tokens=node, 'steps' holds the path's node tokens, B×S×1)."""
+  curriculum.step_tokens=node, 'steps' holds the path's node tokens, B×S×1); read from the
+  directory $JAXDYN_DATA_CACHE names when it holds them (`data.cache`)."""
   if config.data.format == 'text':
     return text_data(config).splits
   key = (repr(sorted(config.data.to_dict().items())), config.curriculum.step_tokens)
@@ -443,7 +445,7 @@ def datasets(config) -> dict[str, dict[str, np.ndarray]]:
     return _DATASETS[key]
   d, s = config.data, spec(config)
   try:
-    out = {name: prosqa.make_dataset(d.seed + i, size, s)
+    out = {name: data_cache.cached(prosqa.make_dataset, d.seed + i, size, s)
            for i, (name, size) in enumerate((('train', d.num_train), ('val', d.num_val),
                                              ('test', d.num_test)))}
   except RuntimeError as e:   # the graph law admits no question: refused by name

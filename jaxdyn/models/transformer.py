@@ -15,6 +15,11 @@ Attention variants (scores z = q·k / sqrt(head_dim), masked keys get weight 0):
 Analysis without a second implementation: attention weights, MLP hidden activations and the
 residual stream after every layer are sown into the `intermediates` collection
 (see `forward_with_intermediates`).
+
+`attention_impl` picks how softmax attention without a cache is computed: `einsum` (the default:
+the scores and weights explicit, the weights sown), or `jax.nn.dot_product_attention` with XLA's
+(`xla`) or cuDNN's fused kernel (`cudnn`, NVIDIA GPUs: no T×S scores kept for the backward pass);
+the fused paths sow no attention weights.
 """
 
 import dataclasses
@@ -31,6 +36,7 @@ MLP_KINDS = ('relu', 'gelu', 'gelu_exact', 'swiglu', 'none')
 NORM_KINDS = ('layernorm', 'rmsnorm', 'none')
 NORM_PLACEMENTS = ('pre', 'post')
 POSITION_KINDS = ('none', 'learned', 'rope')
+ATTENTION_IMPLS = ('einsum', 'xla', 'cudnn')
 
 
 def _check_choice(field_name, value, choices):
@@ -60,6 +66,7 @@ class DecoderConfig:
   causal: bool = True
   tie_embeddings: bool = False
   attention: str = 'softmax'  # see ATTENTION_KINDS
+  attention_impl: str = 'einsum'  # einsum | xla | cudnn (module docstring; softmax only)
   qk_scale: float | None = None  # None: 1 / sqrt(head_dim)
   use_bias: bool = False
   head_bias: bool | None = None  # bias of the untied head; None: use_bias
@@ -78,6 +85,10 @@ class DecoderConfig:
 
   def __post_init__(self):
     _check_choice('attention', self.attention, ATTENTION_KINDS)
+    _check_choice('attention_impl', self.attention_impl, ATTENTION_IMPLS)
+    if self.attention_impl != 'einsum' and self.attention != 'softmax':
+      raise ValueError(f'DecoderConfig.attention_impl={self.attention_impl!r} needs '
+                       f"attention='softmax', got {self.attention!r}.")
     _check_choice('mlp', self.mlp, MLP_KINDS)
     _check_choice('norm', self.norm, NORM_KINDS)
     _check_choice('norm_placement', self.norm_placement, NORM_PLACEMENTS)
@@ -367,6 +378,14 @@ class Attention(nn.Module):
         mask_TxS = mask_TxS & (key_slots_S[None, :] <= query_slots_T[:, None])
 
     scale = cfg.qk_scale if cfg.qk_scale is not None else head_dim ** -0.5
+    if cfg.attention_impl != 'einsum':
+      if cache_kv is not None:
+        raise ValueError(f'DecoderConfig.attention_impl={cfg.attention_impl!r} has no KV-cache '
+                         "path; decode with attention_impl='einsum'.")
+      out_BxTxNxH = jax.nn.dot_product_attention(
+          q, k_BxSxKxH.astype(q.dtype), v_BxSxKxH.astype(q.dtype), scale=scale,
+          is_causal=cfg.causal, implementation=cfg.attention_impl)
+      return self._project_out(out_BxTxNxH.reshape(batch, length, heads * head_dim)), new_kv
     q_BxTxKxGxH = q.reshape(batch, length, kv_heads, heads // kv_heads, head_dim)
     scores = jnp.einsum('btkgh,bskh->bkgts', q_BxTxKxGxH, k_BxSxKxH.astype(q.dtype)) * scale
     scores_BxNxTxS = scores.reshape(batch, heads, length, -1)
@@ -378,13 +397,14 @@ class Attention(nn.Module):
     weights = weights_BxNxTxS.astype(cfg.dtype).reshape(batch, kv_heads, heads // kv_heads,
                                                           length, -1)
     out = jnp.einsum('bkgts,bskh->btkgh', weights, v_BxSxKxH.astype(cfg.dtype))
-    out_BxTxH = out.reshape(batch, length, heads * head_dim)
+    return self._project_out(out.reshape(batch, length, heads * head_dim)), new_kv
+
+  def _project_out(self, out_BxTxH):
+    cfg = self.config
     if cfg.identity_out:
-      out_BxTxD = IdentityDense(cfg.d_model, cfg.use_bias, _kernel_init(cfg), cfg.dtype,
-                                cfg.param_dtype, name='out')(out_BxTxH)
-    else:
-      out_BxTxD = _dense(cfg, cfg.d_model, 'out')(out_BxTxH)
-    return out_BxTxD, new_kv
+      return IdentityDense(cfg.d_model, cfg.use_bias, _kernel_init(cfg), cfg.dtype,
+                           cfg.param_dtype, name='out')(out_BxTxH)
+    return _dense(cfg, cfg.d_model, 'out')(out_BxTxH)
 
 
 class Mlp(nn.Module):

@@ -1,0 +1,213 @@
+"""The accelerator run book (docs/accelerator.md, `jaxdyn.studies.runbook`): every command on the
+page parses with the entry's own options, one command of each entry runs at `--tiny` size and writes
+the JSON and markdown row the page promises, and the seed folders combine into the paper's
+statistic."""
+
+import copy
+import json
+import os
+import re
+import shlex
+import tempfile
+from unittest import mock
+
+from absl.testing import absltest
+import numpy as np
+
+from jaxdyn.data import cache as data_cache
+from jaxdyn.experiments import coconut
+from jaxdyn.studies import runbook
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAGE = os.path.join(ROOT, 'docs', 'accelerator.md')
+# The fields every entry's json has (`runbook.write_outputs`), and each entry's own.
+COMMON_FIELDS = ('entry', 'date', 'device', 'platform', 'jax', 'install_s', 'compared_with',
+                 'goes_to', 'rows')
+FIELDS = {
+    'coconut': ('seed', 'cut', 'steps', 'methods', 'ablation', 'data_from_carried_cache', 'paper',
+                'train_s', 'report_s', 'wall_s'),
+    'galore': ('command', 'shape', 'optimizers', 'wall_s'),
+    'mfu': ('params', 'batch', 'seq', 'model_flops_per_step', 'peak', 'variants'),
+    'sinks': ('program', 'seeds', 'summary', 'train_s', 'wall_s'),
+    'joma': ('cells_done', 'cells_left', 'cells', 'wall_s'),
+    'streaming': ('model', 'tokens', 'caches', 'settings', 'wall_s'),
+}
+# The markdown columns the page's tables are filled from.
+COLUMNS = {
+    'coconut': ('seed', 'coconut test %', 'cot test %', 'no_cot test %',
+                'coconut without thoughts %'),
+    'galore': ('optimizer', 'amortised ms (T = 200)', '÷ AdamW amortised',
+               'MFU between / amortised'),
+    'mfu': ('attention', 'step ms', 'MFU', 'matmul share of kernel time'),
+    'sinks': ('program', 'BOS seeds with a sink', 'BOS eviction ratio', 'no-BOS ratio', 'targets'),
+    'joma': ('cell', 'published s=1', 'ours s=1 trained', 'Δ s=1 (paired)'),
+    'streaming': ('setting', 'perplexity', 'last block ppl', 's (first call with compile)'),
+}
+
+
+def page_commands() -> list[list[str]]:
+  """The arguments of every `launch/runbook.py` command in the page's code blocks (`$OUT` kept)."""
+  with open(PAGE, encoding='utf-8') as f:
+    text = f.read()
+  blocks = re.findall(r'```(?:bash)?\n(.*?)```', text, re.S)
+  commands = []
+  for block in blocks:
+    for line in block.replace('\\\n', ' ').splitlines():
+      if 'launch/runbook.py' in line:
+        tail = line.split('launch/runbook.py', 1)[1].split('2>&1')[0]
+        commands.append(shlex.split(tail))
+  return commands
+
+
+def tiny_args(args, out, work, cache) -> list[str]:
+  args = [a.replace('$OUT', out) for a in args]
+  return args + ['--tiny', f'--workdir={work}', f'--data_cache={cache}']
+
+
+class RunbookTest(absltest.TestCase):
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp(prefix='runbook_')
+    cls.cache = os.path.join(cls.tmp, 'cache')
+    cls.commands = page_commands()
+    cls.outputs = {}
+    first = {}
+    for args in cls.commands:
+      entry = next((a.split('=', 1)[1] for a in args if a.startswith('--entry=')), None)
+      if entry and entry not in first and not any(a.startswith('--combine') for a in args):
+        first[entry] = args
+    if 'streaming' in first:   # the page's model is the real one; at tiny size a random fixture
+      first['streaming'] = [a for a in first['streaming'] if not a.startswith('--model')] + [
+          '--model=' + os.path.join(ROOT, 'tests', 'fixtures', 'pretrained', 'llama')]
+    cls.first = first
+    for entry, args in first.items():
+      out = os.path.join(cls.tmp, entry)
+      cls.outputs[entry] = (runbook.main(tiny_args(args, out, os.path.join(cls.tmp, 'w_' + entry),
+                                                   cls.cache)), out)
+
+  def test_every_page_command_parses(self):
+    self.assertGreaterEqual(len(self.commands), 10)
+    for args in self.commands:
+      with self.subTest(' '.join(args)):
+        runbook.check_options(runbook.parser().parse_args(args))
+
+  def test_entries_name_pages_that_exist(self):
+    for name, entry in runbook.ENTRIES.items():
+      with self.subTest(name):
+        self.assertTrue(os.path.isfile(os.path.join(ROOT, entry.docs)), entry.docs)
+
+  def test_a_typo_is_refused(self):
+    for args in (['--entry=coconut', '--out=o', '--sed=1'], ['--entry=mfu', '--out=o', '--seed=1'],
+                 ['--entry=coconut', '--out=o'], ['--entry=sinks', '--out=o', '--program=lng']):
+      with self.subTest(' '.join(args)), self.assertRaises(SystemExit):
+        runbook.check_options(runbook.parser().parse_args(args))
+
+  def test_every_entry_is_on_the_page_and_runs(self):
+    self.assertEqual(set(self.first), set(runbook.ENTRIES))
+    for entry, (record, out) in self.outputs.items():
+      with self.subTest(entry):
+        with open(os.path.join(out, f'{entry}.json'), encoding='utf-8') as f:
+          saved = json.load(f)
+        self.assertEqual(saved['entry'], entry)
+        for field in COMMON_FIELDS + FIELDS[entry]:
+          self.assertIn(field, saved)
+        self.assertEqual(saved['device'], 'cpu')
+        self.assertTrue(saved['rows'])
+        with open(os.path.join(out, f'{entry}.md'), encoding='utf-8') as f:
+          lines = f.read().splitlines()
+        header = [c.strip() for c in lines[0].strip('|').split('|')]
+        for column in COLUMNS[entry] + ('device', 'date'):
+          self.assertIn(column, header)
+        self.assertLen(lines, 2 + len(saved['rows']))
+        self.assertEqual(record['rows'], saved['rows'])
+
+  def test_entries_hold_their_numbers(self):
+    coconut = self.outputs['coconut'][0]
+    self.assertTrue(coconut['data_from_carried_cache'] is False)   # first run: generated
+    for m in runbook.COCONUT_METHODS:
+      self.assertBetween(coconut['methods'][m]['test_accuracy'], 0, 100)
+    galore = self.outputs['galore'][0]['optimizers']
+    self.assertContainsSubset({'optax.adamw', 'jaxdyn galore', 'jaxdyn galore eigh'}, galore)
+    for row in galore.values():
+      self.assertGreater(row['amortised_ms'], 0)
+    mfu = self.outputs['mfu'][0]
+    self.assertEqual(set(mfu['variants']), {'einsum', 'xla', 'cudnn'})
+    self.assertIn('cuDNN', mfu['variants']['cudnn']['error'])   # no GPU here: reported, not fatal
+    self.assertEqual([r['step ms'] for r in mfu['rows']][2], 'failed')
+    self.assertGreater(mfu['model_flops_per_step'], 0)
+    self.assertTrue(mfu['variants']['einsum']['profile']['top'])
+    joma = self.outputs['joma'][0]
+    self.assertEqual(joma['cells_done'], [0])   # --tiny: one cell, the rest left for later calls
+    self.assertEqual(joma['cells_left'], list(range(1, 12)))
+    streaming = self.outputs['streaming'][0]
+    names = [s['setting'] for s in streaming['settings']]
+    self.assertEqual(names[0], 'dense')
+    self.assertIn('4+12', names)
+    self.assertIn('recompute 32', names)
+    for s in streaming['settings']:   # blocks of 16 of the 95 scored tokens
+      self.assertLen(s['block_perplexity'], 6)
+      self.assertTrue(np.isfinite(s['perplexity']))
+
+  def test_coconut_questions_go_through_the_data_cache(self):
+    # The files `--prepare=coconut_data` carries are the ones coconut.datasets reads: a data seed no
+    # other test uses, so that no run in this process has the questions in memory already.
+    config = runbook.coconut_config(0, True)
+    config.data.seed = 1234
+    cache = os.path.join(self.tmp, 'questions')
+    with mock.patch.dict(os.environ, {data_cache.ENV: cache}):
+      first = coconut.datasets(config)
+    names = runbook.coconut_data_files(config)
+    self.assertCountEqual(os.listdir(cache), names)
+    with np.load(os.path.join(cache, names[2])) as test:   # the test split, as written
+      np.testing.assert_array_equal(test['question'], first['test']['question'])
+
+  def test_coconut_seeds_combine_to_mean_and_sd(self):
+    _, out = self.outputs['coconut']
+    folders = []
+    for seed, shift in ((0, 0.0), (1, 10.0), (2, 20.0)):
+      folder = os.path.join(self.tmp, f'coconut_seed{seed}')
+      os.makedirs(folder, exist_ok=True)
+      with open(os.path.join(out, 'coconut.json'), encoding='utf-8') as f:
+        record = json.load(f)
+      record['seed'] = seed
+      for m in record['methods'].values():
+        m['test_accuracy'] = 50.0 + shift
+      with open(os.path.join(folder, 'coconut.json'), 'w', encoding='utf-8') as f:
+        json.dump(record, f)
+      folders.append(folder)
+    combined = runbook.main(['--entry=coconut', f'--combine={",".join(folders)}',
+                             f'--out={os.path.join(self.tmp, "combined")}'])
+    stats = combined['methods']['coconut']
+    self.assertAlmostEqual(stats['mean'], 60.0)
+    self.assertAlmostEqual(stats['sd'], 10.0)   # ddof 1: the papers' sd over seeds
+    self.assertEqual(combined['rows'][0]['test accuracy % (mean ± sd)'], '60.0 ± 10.0')
+    with self.assertRaisesRegex(ValueError, 'twice'):
+      runbook.combine_coconut([folders[0], folders[0]], os.path.join(self.tmp, 'bad'))
+
+  def test_sink_seed_subsets_merge_to_the_whole_program(self):
+    record, _ = self.outputs['sinks']
+    config = runbook.sinks_config(record['program'], None, True)
+    whole = record['summary'].get('cells', [record['summary']])[0]   # a cell: an unswept summary
+    members = whole['members']
+    seeds = sorted({m['seed'] for m in members})
+    self.assertLen(seeds, 2)
+    parts = []
+    for seed in seeds:   # each seed's members, as a call with --seeds=<seed> writes them
+      part = copy.deepcopy(whole)
+      part['members'] = [m for m in members if m['seed'] == seed]
+      for control, stats in whole['per_control'].items():
+        own = [m['seed'] == seed for m in members if m['control'] == control]
+        part['per_control'][control] = {k: [v for v, o in zip(values, own) if o]
+                                        for k, values in stats.items()}
+      parts.append(part)
+    merged = runbook.merge_sink_summaries(parts, config)
+    self.assertEqual(runbook.sink_rows(record['program'], merged, config),
+                     runbook.sink_rows(record['program'], whole, config))
+    self.assertNotEqual(runbook.sink_rows(record['program'], parts[0], config),
+                        runbook.sink_rows(record['program'], whole, config))
+
+
+if __name__ == '__main__':
+  absltest.main()
