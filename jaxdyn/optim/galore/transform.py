@@ -66,9 +66,11 @@ class GaLoreProjection(NamedTuple):
   side: 'std', 'reverse_std', 'left', 'right' or 'full' (see module doc).
   layout: 'flax' for (in, out) kernels, 'torch' for (out, in) weights.
   projector: 'svd' (exact), 'gram_eigh' (exact, from eigh of the smaller Gram
-    matrix: faster on CPU), 'randomized_svd' or 'random' (GoLore).
+    matrix: faster on CPU), 'randomized_svd', 'random' (GoLore) or
+    'subspace_iteration' (warm-started from the previous projector; exact SVD on the first
+    refresh).
   oversample: extra sketch columns of the randomized SVD.
-  power_iters: power iterations of the randomized SVD.
+  power_iters: power iterations of the randomized SVD, and of the subspace iteration (>= 1).
   align_signs: flip new singular vectors to agree with the old ones, so that
     kept moments stay meaningful across refreshes (see `projectors` on signs).
   moments: on a refresh, 'keep' the inner moments (reference), 'reset' them
@@ -99,6 +101,9 @@ class GaLoreProjection(NamedTuple):
       value = getattr(self, name)
       if value not in allowed:
         raise ValueError(f'GaLore: unknown {name} {value!r}; expected one of {allowed}.')
+    if self.projector in galore_projectors.WARM_STARTED and self.power_iters < 1:
+      raise ValueError(f'GaLore: projector {self.projector!r} needs power_iters >= 1, got '
+                       f'{self.power_iters}.')
 
 
 class GaLoreLeaves(NamedTuple):
@@ -238,10 +243,13 @@ def _refresh_leaf(g, p_old, q_old, plan, key, projection: GaLoreProjection):
   g, p_old, q_old = jax.tree.map(_unsharded, (g, p_old, q_old))
   batch_shape = g.shape[:plan.batch_dims]
   g_slices = g.reshape((-1,) + g.shape[-2:]).astype(jnp.float32)
-  keys = jax.random.split(key, g_slices.shape[0])
-  u, v = jax.vmap(lambda x, k: galore_projectors.top_singular_vectors(
-      x, plan.rank, projection.projector, projection.oversample, projection.power_iters, k))(
-          g_slices, keys)
+  if projection.projector in galore_projectors.WARM_STARTED:
+    u, v = _warm_started(g_slices, p_old if plan.uses_left else q_old, plan, projection)
+  else:
+    keys = jax.random.split(key, g_slices.shape[0])
+    u, v = jax.vmap(lambda x, k: galore_projectors.top_singular_vectors(
+        x, plan.rank, projection.projector, projection.oversample, projection.power_iters, k))(
+            g_slices, keys)
   u = u.reshape(batch_shape + u.shape[-2:])
   v = v.reshape(batch_shape + v.shape[-2:])
   new, old = [], []
@@ -260,6 +268,31 @@ def _refresh_leaf(g, p_old, q_old, plan, key, projection: GaLoreProjection):
   p_new = kept.pop(0) if plan.uses_left else None
   q_new = kept.pop(0) if plan.uses_right else None
   return p_new, q_new, jnp.sum(~finite, dtype=jnp.int32)
+
+
+def _warm_started(g_slices, previous, plan, projection: GaLoreProjection):
+  """(U, V) of every slice from a warm-started source, iterating from the side the leaf keeps
+  (U from P for 'rows' and 'both', V from Q for 'cols', on the transposed slices).
+
+  A slice whose previous projector is all zeros (the initial state: nothing refreshed it yet, or its
+  first refresh was non-finite) gets the exact SVD instead, through `at_most_once`, so that the SVD
+  runs only on a refresh where some slice (of some vmapped sweep member) has no projector yet.
+  """
+  previous = previous.reshape((-1,) + previous.shape[-2:]).astype(jnp.float32)
+  rows = plan.uses_left
+  oriented = g_slices if rows else _transpose(g_slices)
+  start, other = jax.vmap(lambda x, b: galore_projectors.top_singular_vectors(
+      x, plan.rank, projection.projector, projection.oversample, projection.power_iters, None,
+      previous=b))(oriented, previous)
+  cold = ~jnp.any(previous != 0, axis=(-2, -1))
+
+  def exact(warm, inputs):
+    oriented, cold = inputs
+    fresh = jax.vmap(lambda x: galore_projectors.exact_svd(x, plan.rank))(oriented)
+    return tuple(jnp.where(cold[:, None, None], a, b) for a, b in zip(fresh, warm))
+
+  start, other = at_most_once(jnp.any(cold), exact, (start, other), (oriented, cold))
+  return (start, other) if rows else (other, start)
 
 
 def _change_of_basis(p_old, q_old, p_new, q_new, plan):
