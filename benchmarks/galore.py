@@ -361,21 +361,23 @@ def projected_bases(state: galore_lib.GaLoreState, grads) -> list:
   return out
 
 
-def captured_energy(g, basis) -> tuple[float, np.ndarray]:
-  """(‖Pᵀ G‖²_F / Σ_{i≤r} σ_i²: the share of the exact top-r energy the basis P (m x r) captures;
-  the cosines of the principal angles between P and the exact top-r left singular subspace), in
-  float64."""
+def captured_energy(g, basis) -> tuple[float, float, np.ndarray]:
+  """(‖Pᵀ G‖²_F, the exact top-r energy Σ_{i≤r} σ_i², the cosines of the principal angles between
+  the basis P (m x r) and the exact top-r left singular subspace of G), in float64."""
   g, basis = np.asarray(g, np.float64), np.asarray(basis, np.float64)
   rank = basis.shape[1]
   u, sigma, _ = np.linalg.svd(g, full_matrices=False)
-  captured = float(np.sum((basis.T @ g) ** 2) / np.sum(sigma[:rank] ** 2))
-  return captured, np.linalg.svd(basis.T @ u[:, :rank], compute_uv=False)
+  return (float(np.sum((basis.T @ g) ** 2)), float(np.sum(sigma[:rank] ** 2)),
+          np.linalg.svd(basis.T @ u[:, :rank], compute_uv=False))
+
+
+ENERGY_ITERS = (1, 2, 3, 4)   # part 5: subspace iteration from the run's previous projector
 
 
 def energy_part():
   """Part 5: the projectors a `galore_pretrain` run refreshes, against the exact top-r subspace of
-  the same gradient, at every refresh (the run's own source, and what 1 or 2 iterations of
-  subspace iteration from the run's previous projector would give)."""
+  the same gradient, at every refresh: the run's own source; the previous projector unchanged;
+  `ENERGY_ITERS` iterations of subspace iteration from it; a randomized SVD (fresh start)."""
   config = galore_pretrain.get_config(FLAGS.energy_variant)
   config.method, config.seed = 'galore', FLAGS.energy_seed
   config.galore.projector = FLAGS.energy_projector
@@ -394,16 +396,22 @@ def energy_part():
                            jax.random.wrap_key_data(member['key']))
     return jax.grad(lambda p: task.loss_fn(p, batch, hp)[0])(member['params'])
 
-  warm = {k: jax.jit(functools.partial(galore_projectors.subspace_iteration, iters=k),
-                     static_argnames='rank') for k in (1, 2)}
+  others = {f'{k} it': jax.jit(lambda g, old, k=k: galore_projectors.subspace_iteration(
+      g, old, old.shape[1], k)[0]) for k in ENERGY_ITERS}
+  others['rsvd'] = jax.jit(lambda g, old: galore_projectors.randomized_svd(
+      g, old.shape[1], 8, 2, jax.random.key(0))[0])
+  names = ('run', 'previous', *others)
   period = config.galore.update_proj_gap
   print(f'5. Captured energy of the refreshed projectors along galore_pretrain:'
         f'{FLAGS.energy_variant} (seed {config.seed}, projector {config.galore.projector}, '
         f'{config.train.steps} steps, T = {period}, rank {galore_pretrain.low_rank(config, "galore")}'
-        '): ‖PᵀG‖²_F / exact top-r energy of the same gradient; min / median over the '
-        'projected matrices. "previous": the last refresh\'s projector on the new gradient; "1 it" / '
-        '"2 it": subspace iteration from it.')
-  rows = []
+        '): ‖PᵀG‖²_F / exact top-r energy of the same gradient, per refresh the smallest over the '
+        'projected matrices and (in brackets) all of them together. "previous": the last '
+        'refresh\'s projector on the new gradient; "k it": k iterations of subspace iteration from '
+        'it; "rsvd": randomized SVD (8 extra columns, 2 power iterations, a fresh random start).')
+  # energy[name]: (refreshes, matrices, 2) captured and exact energies; cosines: the run's
+  energy = {name: [] for name in names}
+  cosines = []
   for step in range(config.train.steps):
     if step % period:
       member, _ = step_fn(member, jnp.int32(step), None, shared, hp)
@@ -412,31 +420,38 @@ def energy_part():
     before = projected_bases(galore_state(member['opt_state']), grads)
     member, _ = step_fn(member, jnp.int32(step), None, shared, hp)
     after = projected_bases(galore_state(member['opt_state']), grads)
-    row = {name: [] for name in ('run', 'previous', '1 it', '2 it', 'cos_min', 'cos2_mean')}
+    row = {name: [] for name in names}
     for (_, g, old), (_, _, new) in zip(before, after):
-      captured, cosines = captured_energy(g, new)
-      row['run'].append(captured)
-      row['cos_min'].append(cosines.min())
-      row['cos2_mean'].append(np.mean(cosines ** 2))
-      if np.any(old):
-        row['previous'].append(captured_energy(g, old)[0])
-        for k, fn in warm.items():
-          start = fn(jnp.asarray(g), jnp.asarray(old), rank=old.shape[1])[0]
-          row[f'{k} it'].append(captured_energy(g, start)[0])
-    rows.append(row)
-    text_of = lambda xs: f'{min(xs):.5f} / {np.median(xs):.5f}' if xs else '-'
-    print(f'  step {step:5d}: run {text_of(row["run"])}  previous {text_of(row["previous"])}  '
-          f'1 it {text_of(row["1 it"])}  2 it {text_of(row["2 it"])}  principal cosines: '
-          f'smallest {min(row["cos_min"]):.3f}, mean cos² {np.mean(row["cos2_mean"]):.4f}')
-  warm_rows = [r for r in rows if r['previous']]   # refreshes with a previous projector
-  for name in ('run', 'previous', '1 it', '2 it'):
-    values = np.concatenate([r[name] for r in (warm_rows if name != 'run' else rows)])
-    print(f'  {name:8s} over {len(values)} (refresh, matrix) pairs: min {values.min():.5f}, median '
-          f'{np.median(values):.5f}, share >= 0.995: {np.mean(values >= 0.995):.3f}')
+      captured, exact, angles = captured_energy(g, new)
+      row['run'].append((captured, exact))
+      cosines.append(angles)
+      if np.any(old):   # not at the first refresh
+        row['previous'].append(captured_energy(g, old)[:2])
+        for name, fn in others.items():
+          row[name].append(captured_energy(g, fn(jnp.asarray(g), jnp.asarray(old)))[:2])
+    parts = []
+    for name in names:
+      if row[name]:
+        energy[name].append(np.asarray(row[name]))
+        e = energy[name][-1]
+        parts.append(f'{name} {np.min(e[:, 0] / e[:, 1]):.4f} ({e[:, 0].sum() / e[:, 1].sum():.4f})')
+    print(f'  step {step:5d}: ' + '  '.join(parts))
+  print('  over every refresh: per matrix min / 1st percentile / median / share >= 0.995; per '
+        'refresh (all matrices together) min / median:')
+  for name in names:
+    e = np.stack(energy[name])
+    ratio, total = e[..., 0] / e[..., 1], e[..., 0].sum(1) / e[..., 1].sum(1)
+    print(f'  {name:8s} ({ratio.shape[0]:3d} refreshes x {ratio.shape[1]} matrices): '
+          f'{ratio.min():.5f} / {np.quantile(ratio, 0.01):.5f} / {np.median(ratio):.5f} / '
+          f'{np.mean(ratio >= 0.995):.3f}; per refresh {total.min():.5f} / {np.median(total):.5f}')
+  cosines = np.concatenate(cosines)
+  print(f'  the run\'s principal angles to the exact top-r subspace: smallest cosine '
+        f'{cosines.min():.4f}, mean cos² {np.mean(cosines ** 2):.4f}, share of cosines < 0.9: '
+        f'{np.mean(cosines < 0.9):.3f}')
   evaluate = jax.jit(lambda params: task.evaluate(params, program.with_shared(None, shared)))
   loss = float(evaluate(member['params'])['loss'])
   print(f'  final validation loss {loss:.4f} (perplexity {np.exp(loss):.3f})')
-  return rows, loss
+  return energy, loss
 
 
 # --------------------------------------------------------------------------- part 6: at scale
