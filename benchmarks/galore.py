@@ -1,19 +1,33 @@
 r"""Benchmark of jaxdyn GaLore against optax.adamw and optax.contrib.galore (ratios, one run).
 
-  python -m benchmarks.galore            # defaults: about 2-3 minutes on 2 CPU cores
+  python -m benchmarks.galore            # defaults (parts 1-3): about 2-3 minutes on 2 CPU cores
 
-Three parts, each printed as ratios measured in the same run:
+Each part prints ratios measured in the same run:
 
 1. Optimizer step alone: one jitted update + `apply_updates` on a stack of (width, 4 width) and
    (width, width) matrices (no forward/backward). This is GaLore's worst case: its projections
    (4·m·n·r FLOPs per matrix) are compared with Adam's ~10·m·n elementwise ones and nothing else.
+   "jaxdyn galore" is the exact SVD projector, "eigh" the Gram eigh, "rsvd" the randomized SVD,
+   "subspace" the subspace iteration warm-started from the previous projector (2 iterations); the
+   refresh's own cost (refresh step − step between refreshes) of each is printed against the SVD's.
 2. Full training step of the LLaMA-style decoder (jaxdyn.models.transformer, RMSNorm, SwiGLU, RoPE)
    on random byte tokens: forward + backward + optimizer + apply, GaLore on the attention and MLP
    kernels (the paper's recipe, rank d/4) against optax.adamw on everything. This is the ratio a
    user pays.
-3. Projector computation per refresh for one m x 4m matrix: exact SVD, Gram-eigh, randomized SVD.
+3. Projector computation per refresh for one m x 4m matrix: exact SVD, Gram-eigh, randomized SVD,
+   and 1-4 iterations of subspace iteration from the exact projector of a perturbed matrix.
+4. `--parts=energy`: a `galore_pretrain` run (`--energy_variant`, default `:cpu`; its trainer step,
+   `program.member_step`), and at every refresh the energy ‖PᵀG‖²_F its new projectors capture of
+   the exact top-r energy of the same gradient, beside the previous projector's and what 1-4
+   iterations from it or a randomized SVD would capture; the principal angles; the final
+   validation loss.
+5. `--parts=paper`: AdamW and GaLore (`--paper_projectors`) training `galore_pretrain:paper`'s 60M
+   shape (vocab 32k, batch 512 x 256 in 2 microbatches, the compute dtype of the backend) on random
+   tokens: step time between refreshes and at a refresh, amortised over T = 200, the compiled
+   program's memory and MFU; `--out_dir` gets galore_at_scale.json and galore_at_scale.md (a
+   markdown row per optimizer). `--tiny`: the same recipe at d 16, one layer (seconds on a CPU).
 
-`--parts` picks which run (default all: 1, 1b, 2, 3). Part 2 also prints each optimizer's steps/s and
+`--parts` picks which run (default 1, 1b, 2, 3). Part 2 also prints each optimizer's steps/s and
 model FLOPs utilisation: the model FLOPs of a step are the matmul FLOPs (`dot_general`) of the loss's
 forward and backward, counted from its jaxpr (`benchmarks.lib.matmul_flops_of`; the same for every
 optimizer, so GaLore's projections count as overhead, not as model work), divided by the step time
@@ -22,11 +36,11 @@ and the device's peak (`benchmarks.lib.peak_flops`: bf16 dense peak of a known a
 (parameters stay float32), the dtype the peak is for.
 
 "between refreshes" is the median over steps that do not recompute the projector (T = 200), "refresh
-step" the median over steps that all do (T = 1), "amortised" ((T-1) between + refresh) / T. The
-optimizers' steps are interleaved (one step of each per round, the order rotated every round), so
-that a change of machine load hits all of them alike and the ratios stay meaningful when absolute
-times are not; part 1 times `optax.contrib.galore` twice, and the ratio of the two copies is the
-noise floor of the other ratios.
+step" the median over steps that all do (T = 1; part 5: steps whose GaLore count is reset to 0),
+"amortised" ((T-1) between + refresh) / T. The optimizers' steps are interleaved (one step of each
+per round, the order rotated every round), so that a change of machine load hits all of them alike
+and the ratios stay meaningful when absolute times are not; part 1 times `optax.contrib.galore`
+twice, and the ratio of the two copies is the noise floor of the other ratios.
 """
 
 import datetime
@@ -66,10 +80,11 @@ flags.DEFINE_integer('train_heads', 4, 'Training-step part: attention heads.')
 flags.DEFINE_integer('train_seq', 128, 'Training-step part: sequence length.')
 flags.DEFINE_integer('train_batch', 8, 'Training-step part: batch size.')
 flags.DEFINE_multi_integer('svd_sizes', [256, 512], 'm for the m x 4m projector timings.')
+SUBSPACE_ITERS = (1, 2, 3, 4)   # parts 3 and 4: iterations of subspace iteration compared
 PARTS = ('optimizer', 'vmapped', 'training', 'projector', 'energy', 'paper')
 flags.DEFINE_list('parts', ['optimizer', 'vmapped', 'training', 'projector'],
                   'Which parts: optimizer (1), vmapped (1b), training (2), projector (3), energy '
-                  '(5: a galore_pretrain run\'s refreshes), paper (6: the 60M shape, --out_dir).')
+                  '(4: a galore_pretrain run\'s refreshes), paper (5: the 60M shape, --out_dir).')
 flags.DEFINE_enum('train_dtype', 'float32', ['float32', 'bfloat16'],
                   'Training-step part: the decoder\'s compute dtype (parameters float32).')
 flags.DEFINE_string('energy_variant', 'cpu', 'Energy part: the galore_pretrain variant trained.')
@@ -218,7 +233,7 @@ def optimizer_parts(period, parts):
   # 1. The optimizer step alone.
   rank = FLAGS.rank
   ours = {
-      'jaxdyn galore': lambda gap: galore_lib.galore(1e-3, rank, gap),
+      'jaxdyn galore': lambda gap: galore_lib.galore(1e-3, rank, gap, projector='svd'),
       'jaxdyn galore eigh': lambda gap: galore_lib.galore(1e-3, rank, gap, projector='gram_eigh'),
       'jaxdyn galore rsvd': lambda gap: galore_lib.galore(1e-3, rank, gap,
                                                           projector='randomized_svd'),
@@ -227,7 +242,7 @@ def optimizer_parts(period, parts):
       # optax.contrib.galore always reduces the larger dimension (the reference's `reverse_std`):
       # its inner Adam runs on min(m, n) x r moments, ours under `std` on max(m, n) x r. This row
       # compares the same amount of work.
-      'jaxdyn galore reverse_std': lambda gap: galore_lib.galore(1e-3, rank, gap,
+      'jaxdyn galore reverse_std': lambda gap: galore_lib.galore(1e-3, rank, gap, projector='svd',
                                                                  side='reverse_std'),
   }
   makers = {'optax.adamw': lambda gap: optax.adamw(1e-3, eps=1e-6), **ours,
@@ -257,7 +272,8 @@ def optimizer_vmapped(makers, ours, params, period):
   # conditional (a lax.cond on the batched step count would become a select that runs the SVDs on
   # every step).
   members = FLAGS.members
-  vmapped = {'optax.adamw': makers['optax.adamw'], 'jaxdyn galore': ours['jaxdyn galore']}
+  vmapped = {'optax.adamw': makers['optax.adamw'], 'jaxdyn galore': ours['jaxdyn galore'],
+             'jaxdyn galore subspace': ours['jaxdyn galore subspace']}
   stacked = jax.tree.map(lambda x: jnp.stack([x] * members), params)
 
   def vmapped_step(tx):
@@ -267,7 +283,8 @@ def optimizer_vmapped(makers, ours, params, period):
 
   times, _ = report(f'1b. Optimizer step alone, vmapped over {members} sweep members', vmapped,
                  vmapped_step, period)
-  print_ratios(times, ('jaxdyn galore',), ('optax.adamw',))
+  print_ratios(times, ('jaxdyn galore', 'jaxdyn galore subspace'), ('optax.adamw',))
+  print_refresh_ratios(times, ('jaxdyn galore subspace',), 'jaxdyn galore')
 
 
 def training_part(period):
@@ -283,7 +300,8 @@ def training_part(period):
   mask = galore_lib.llama_galore_mask(dense)
   train_rank = d // 4
   ours = {
-      'jaxdyn galore': lambda gap: galore_lib.galore(1e-3, train_rank, gap, 0.25, mask=mask),
+      'jaxdyn galore': lambda gap: galore_lib.galore(1e-3, train_rank, gap, 0.25, mask=mask,
+                                                     projector='svd'),
       'jaxdyn galore eigh': lambda gap: galore_lib.galore(1e-3, train_rank, gap, 0.25, mask=mask,
                                                           projector='gram_eigh'),
       'jaxdyn galore subspace': lambda gap: galore_lib.galore(
@@ -326,16 +344,16 @@ def projector_part():
     randomized = jax.jit(lambda g: galore_lib.randomized_svd(
         g, r, oversample=8, power_iters=2, key=jax.random.key(0))[0])
     warm = {k: jax.jit(lambda g, b, k=k: galore_lib.subspace_iteration(g, b, r, k)[0])
-            for k in (1, 2)}
+            for k in SUBSPACE_ITERS}
     t_plain, t_exact = time_call(plain, matrix), time_call(exact, matrix)
     t_eigh, t_random = time_call(eigh, matrix), time_call(randomized, matrix)
     t_warm = {k: time_call(fn, matrix, previous) for k, fn in warm.items()}
     print(f'  m={m:5d} rank={r:4d}: jnp.linalg.svd(wide) {1e3 * t_plain:9.2f} ms  exact_svd '
           f'{1e3 * t_exact:8.2f} ms  gram_eigh {1e3 * t_eigh:8.2f} ms  randomized '
-          f'{1e3 * t_random:8.2f} ms  subspace 1 / 2 it {1e3 * t_warm[1]:8.2f} / '
-          f'{1e3 * t_warm[2]:8.2f} ms  exact_svd/gram_eigh {t_exact / t_eigh:.2f}x  '
-          f'exact_svd/randomized {t_exact / t_random:.2f}x  exact_svd/subspace 1 / 2 it '
-          f'{t_exact / t_warm[1]:.2f}x / {t_exact / t_warm[2]:.2f}x')
+          f'{1e3 * t_random:8.2f} ms  exact_svd/gram_eigh {t_exact / t_eigh:.2f}x  '
+          f'exact_svd/randomized {t_exact / t_random:.2f}x')
+    print('    subspace iteration: ' + '  '.join(
+        f'{k} it {1e3 * t:8.2f} ms (exact_svd/it {t_exact / t:.2f}x)' for k, t in t_warm.items()))
 
 
 def galore_state(opt_state) -> galore_lib.GaLoreState:
@@ -371,13 +389,10 @@ def captured_energy(g, basis) -> tuple[float, float, np.ndarray]:
           np.linalg.svd(basis.T @ u[:, :rank], compute_uv=False))
 
 
-ENERGY_ITERS = (1, 2, 3, 4)   # part 5: subspace iteration from the run's previous projector
-
-
 def energy_part():
-  """Part 5: the projectors a `galore_pretrain` run refreshes, against the exact top-r subspace of
+  """Part 4: the projectors a `galore_pretrain` run refreshes, against the exact top-r subspace of
   the same gradient, at every refresh: the run's own source; the previous projector unchanged;
-  `ENERGY_ITERS` iterations of subspace iteration from it; a randomized SVD (fresh start)."""
+  `SUBSPACE_ITERS` iterations of subspace iteration from it; a randomized SVD (fresh start)."""
   config = galore_pretrain.get_config(FLAGS.energy_variant)
   config.method, config.seed = 'galore', FLAGS.energy_seed
   config.galore.projector = FLAGS.energy_projector
@@ -397,12 +412,12 @@ def energy_part():
     return jax.grad(lambda p: task.loss_fn(p, batch, hp)[0])(member['params'])
 
   others = {f'{k} it': jax.jit(lambda g, old, k=k: galore_projectors.subspace_iteration(
-      g, old, old.shape[1], k)[0]) for k in ENERGY_ITERS}
+      g, old, old.shape[1], k)[0]) for k in SUBSPACE_ITERS}
   others['rsvd'] = jax.jit(lambda g, old: galore_projectors.randomized_svd(
       g, old.shape[1], 8, 2, jax.random.key(0))[0])
   names = ('run', 'previous', *others)
   period = config.galore.update_proj_gap
-  print(f'5. Captured energy of the refreshed projectors along galore_pretrain:'
+  print(f'4. Captured energy of the refreshed projectors along galore_pretrain:'
         f'{FLAGS.energy_variant} (seed {config.seed}, projector {config.galore.projector}, '
         f'{config.train.steps} steps, T = {period}, rank {galore_pretrain.low_rank(config, "galore")}'
         '): ‖PᵀG‖²_F / exact top-r energy of the same gradient, per refresh the smallest over the '
@@ -454,9 +469,9 @@ def energy_part():
   return energy, loss
 
 
-# --------------------------------------------------------------------------- part 6: at scale
+# --------------------------------------------------------------------------- part 5: at scale
 
-AT_SCALE = 'galore_at_scale'   # the names of the JSON and markdown files of part 6
+AT_SCALE = 'galore_at_scale'   # the names of the JSON and markdown files of part 5
 
 
 def paper_config(method: str, projector: str, tiny: bool):
@@ -521,7 +536,7 @@ def compiled_step(task, microbatches: int):
 
 
 def at_scale_part():
-  """Part 6: AdamW and GaLore (each projector source) training `galore_pretrain:paper`'s 60M
+  """Part 5: AdamW and GaLore (each projector source) training `galore_pretrain:paper`'s 60M
   shape: step time between refreshes and at a refresh, amortised over T, compiled memory and MFU;
   a JSON and a markdown table in --out_dir."""
   tiny, period = FLAGS.tiny, 200
@@ -567,7 +582,7 @@ def at_scale_part():
       update_proj_gap=period, rounds=FLAGS.steps, refresh_rounds=FLAGS.refresh_steps,
       model_gflop_per_step=flops / 1e9, peak=peak_text, optimizers=rows)
   text_out = at_scale_markdown(result)
-  print(f'6. {result["shape"]} ({result["model"]}; batch {result["batch"]}, {result["dtype"]}, '
+  print(f'5. {result["shape"]} ({result["model"]}; batch {result["batch"]}, {result["dtype"]}, '
         f'rank {result["rank"]}, T = {period}; model FLOPs {flops / 1e9:.1f} GFLOP per step; MFU '
         f'peak: {peak_text}):\n{text_out}')
   if FLAGS.out_dir:
@@ -580,7 +595,7 @@ def at_scale_part():
 
 
 def at_scale_markdown(result) -> str:
-  """One markdown row per optimizer (with the table's header) of part 6's result."""
+  """One markdown row per optimizer (with the table's header) of part 5's result."""
   percent = lambda x: '–' if x is None else f'{100 * x:.1f}%'
   lines = ['| date | device | shape | optimizer | ms per step between refreshes (× AdamW) | '
            'refresh step ms | amortised over T = 200 (× AdamW) | compiled memory GiB | '

@@ -1,4 +1,4 @@
-"""benchmarks/galore.py's part 6 (GaLore at the `galore_pretrain:paper` 60M shape, the run book's
+"""benchmarks/galore.py's part 5 (GaLore at the `galore_pretrain:paper` 60M shape, the run book's
 accelerator entry) run as its command line at `--tiny` size: it writes its JSON and markdown
 table, one row per optimizer, with finite times and the amortisation it states."""
 

@@ -151,14 +151,18 @@ class WarmStartedTransformTest(parameterized.TestCase):
       ('tall_std_flax_cols', (10, 6), 'std', 'flax', 0, 'right'),
       ('square_std_torch_cols', (7, 7), 'std', 'torch', 0, 'right'),
       ('wide_reverse_std_cols', (6, 10), 'reverse_std', 'flax', 0, 'right'),
-      ('full_both', (10, 6), 'full', 'flax', 0, 'left'),
+      ('full_both_tall', (10, 6), 'full', 'flax', 0, 'right'),   # from the smaller side
+      ('full_both_wide', (6, 10), 'full', 'flax', 0, 'left'),
+      ('full_both_square_flax', (7, 7), 'full', 'flax', 0, 'right'),   # the out side
+      ('full_both_square_torch', (7, 7), 'full', 'torch', 0, 'left'),
       ('stacked_std', (3, 6, 10), 'std', 'flax', 1, 'left'),
   )
   def test_first_refresh_is_exact_then_iterates_from_the_kept_projector(
       self, shape, side, layout, batch_dims, kept):
     """Refresh 0 (all-zero projector) is the exact SVD; refresh T is one `subspace_iteration`
-    step from the state's projector on the side the leaf keeps (P for rows, Q on Gᵀ for cols),
-    sign-aligned; shapes follow the side rule as for the other sources."""
+    step from the state's projector on the side the leaf keeps (P for rows, Q on Gᵀ for cols; for
+    'full' the smaller dimension's, the out dimension's if square), sign-aligned; shapes follow
+    the side rule as for the other sources."""
     params = {'w': jnp.zeros(shape)}
     common = dict(side=side, layout=layout, batch_dims=batch_dims, inner=optax.identity())
     ours = self.train(galore_lib.scale_by_galore(2, 3, projector='subspace_iteration',
@@ -221,6 +225,29 @@ class WarmStartedTransformTest(parameterized.TestCase):
     exact = galore_projectors.exact_svd(warm_grads((2, 6, 10), 1)['w'][1], 2)[0]
     np.testing.assert_allclose(states[1].left['w'][1], exact, atol=1e-5)
     self.assertEqual(int(states[1].svd_failures['w']), 1)
+
+
+
+class AutoSourceTest(absltest.TestCase):
+
+  def test_auto_is_the_backends_measured_choice(self):
+    self.assertEqual(galore_projectors.resolve_source('auto', 'cpu'), 'subspace_iteration')
+    self.assertEqual(galore_projectors.resolve_source('auto', 'gpu'), 'gram_eigh')
+    self.assertEqual(galore_projectors.resolve_source('auto', 'tpu'), 'svd')   # not measured
+    self.assertEqual(galore_projectors.resolve_source('svd', 'cpu'), 'svd')
+    self.assertEqual(galore_lib.GaLoreProjection(2).projector, 'auto')
+
+  def test_the_default_runs_the_resolved_source(self):
+    params = {'w': jnp.zeros((6, 10))}
+    resolved = galore_projectors.resolve_source('auto')
+    states = {}
+    for projector in ('auto', resolved):
+      tx = galore_lib.scale_by_galore(2, 1, projector=projector)
+      state, update = tx.init(params), jax.jit(tx.update)
+      for step in range(3):
+        _, state = update(warm_grads((6, 10), step), state, params)
+      states[projector] = state
+    jax.tree.map(np.testing.assert_array_equal, states['auto'], states[resolved])
 
 
 if __name__ == '__main__':

@@ -72,9 +72,9 @@ class ProjectionMathsTest(parameterized.TestCase):
     """With an identity inner transform the update is scale * P P^T G (eq. 3-4)."""
     rank, scale = 2, 0.5
     params = {'w': jnp.zeros(shape)}
-    tx = galore_lib.scale_by_galore(rank, 3, scale, optax.identity(), side=side)
+    tx = galore_lib.scale_by_galore(rank, 3, scale, optax.identity(), side=side, projector='svd')
     updates, _ = run(tx, params, 5)
-    refresh_grad = random_grads(params, 3)['w']
+    refresh_grad = random_grads(params, 3)['w']   # independent of step 0's: an exact refresh
     left = top_subspace_projector(refresh_grad, rank, 0)
     right = top_subspace_projector(refresh_grad, rank, 1)
     grad = np.asarray(random_grads(params, 4)['w'], np.float64)
@@ -339,8 +339,9 @@ class OptaxContribTest(absltest.TestCase):
   """`scale_by_galore` against `optax.contrib.scale_by_galore` on the settings both have.
 
   optax reduces the rows of an m x n matrix when m >= n (our `side='reverse_std'` on the (out, in)
-  layout), keeps the inner moments across a refresh and does not align signs. Within a projector
-  period the sign of a singular vector cancels, so every leaf agrees. Across a refresh a tall
+  layout), keeps the inner moments across a refresh, does not align signs and refreshes by the
+  exact SVD (our `projector='svd'`; the default 'auto' is a cheaper source on CPU). Within a
+  projector period the sign of a singular vector cancels, so every leaf agrees. Across a refresh a tall
   matrix still agrees (both decompose G itself), while a wide one agrees only where our refreshed
   vectors (from the SVD of Gᵀ) have optax's signs: the kept moments meet a flipped basis otherwise.
   """
@@ -352,7 +353,7 @@ class OptaxContribTest(absltest.TestCase):
               'wide': jnp.zeros((6, 10)), 'b': jnp.zeros((8,))}
     ours = galore_lib.scale_by_galore(
         self.RANK, self.PERIOD, self.SCALE, optax.scale_by_adam(), side='reverse_std',
-        layout='torch', align_signs=False, moments='keep')
+        layout='torch', align_signs=False, moments='keep', projector='svd')
     theirs = optax.contrib.scale_by_galore(self.RANK, self.PERIOD, self.SCALE,
                                            optax.scale_by_adam())
     return run(ours, params, steps, grads_fn), run(theirs, params, steps, grads_fn)
