@@ -98,6 +98,8 @@ flags.DEFINE_bool('tiny', False, 'Paper part: the :paper recipe at a tiny shape 
                   'batch 4 x 8; seconds on a CPU, for tests) instead of the 60M shape.')
 flags.DEFINE_list('paper_projectors', ['svd', 'gram_eigh', 'subspace_iteration'],
                   'Paper part: the GaLore projector sources timed beside AdamW.')
+flags.DEFINE_integer('paper_microbatches', 0, 'Paper part: gradient-accumulation microbatches of '
+                     'the 512 sequences (0: the variant\'s, 2; more: less activation memory).')
 flags.DEFINE_float('peak_flops', 0.0, 'Peak FLOP/s for the MFU (0: from the table of accelerators '
                    'in benchmarks/lib.py; unknown on a CPU).')
 
@@ -543,7 +545,7 @@ def at_scale_part():
   runs = {'AdamW': paper_config('full_adamw', 'svd', tiny)}
   runs.update({f'GaLore {p}': paper_config('galore', p, tiny) for p in FLAGS.paper_projectors})
   base = runs['AdamW']
-  microbatches = base.train.microbatches
+  microbatches = FLAGS.paper_microbatches or base.train.microbatches
   steps, memory = {}, {}
   for name, config in runs.items():
     config.galore.update_proj_gap = period
@@ -572,6 +574,7 @@ def at_scale_part():
     row['between_x_adamw'] = row['between_ms'] / rows['AdamW']['between_ms']
     row['amortised_x_adamw'] = row['amortised_ms'] / rows['AdamW']['amortised_ms']
   m = base.model
+  stats = jax.devices()[0].memory_stats() or {}   # None on a CPU
   result = dict(
       shape='tiny' if tiny else 'paper 60M', date=datetime.date.today().isoformat(),
       device=jax.devices()[0].device_kind, jax=jax.__version__,
@@ -580,7 +583,8 @@ def at_scale_part():
       batch=f'{base.data.batch_size} x {base.data.seq_len} in {microbatches} microbatches',
       dtype=str(galore_pretrain.compute_dtype(base)), rank=galore_pretrain.low_rank(base, 'galore'),
       update_proj_gap=period, rounds=FLAGS.steps, refresh_rounds=FLAGS.refresh_steps,
-      model_gflop_per_step=flops / 1e9, peak=peak_text, optimizers=rows)
+      model_gflop_per_step=flops / 1e9, peak=peak_text, optimizers=rows,
+      device_peak_gib=stats['peak_bytes_in_use'] / 2**30 if 'peak_bytes_in_use' in stats else None)
   text_out = at_scale_markdown(result)
   print(f'5. {result["shape"]} ({result["model"]}; batch {result["batch"]}, {result["dtype"]}, '
         f'rank {result["rank"]}, T = {period}; model FLOPs {flops / 1e9:.1f} GFLOP per step; MFU '
