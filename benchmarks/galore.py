@@ -100,6 +100,8 @@ flags.DEFINE_list('paper_projectors', ['svd', 'gram_eigh', 'subspace_iteration']
                   'Paper part: the GaLore projector sources timed beside AdamW.')
 flags.DEFINE_integer('paper_microbatches', 0, 'Paper part: gradient-accumulation microbatches of '
                      'the 512 sequences (0: the variant\'s, 2; more: less activation memory).')
+flags.DEFINE_bool('cpu_time', False, 'Part 3: time by this process\'s CPU time instead of the wall '
+                  'clock (for a loaded machine; with single-threaded XLA it is the work done).')
 flags.DEFINE_float('peak_flops', 0.0, 'Peak FLOP/s for the MFU (0: from the table of accelerators '
                    'in benchmarks/lib.py; unknown on a CPU).')
 
@@ -199,13 +201,19 @@ def print_refresh_ratios(times, ours, exact):
             f'{1e3 * cost(exact):.2f} ms)')
 
 
-def time_call(fn, *args, repeats=3):
-  jax.block_until_ready(fn(*args))
-  best = np.inf
-  for _ in range(repeats):
-    start = time.perf_counter()
+def time_calls(fns: dict, args: tuple, repeats: int = 3) -> dict:
+  """The best of `repeats` times of each fn(*args), interleaved (one call of each per round) after
+  a first untimed call; wall time, or with --cpu_time this process's CPU time (all its threads:
+  the work done, which a loaded machine changes less than the wall time)."""
+  clock = time.process_time if FLAGS.cpu_time else time.perf_counter
+  for fn in fns.values():
     jax.block_until_ready(fn(*args))
-    best = min(best, time.perf_counter() - start)
+  best = {name: np.inf for name in fns}
+  for _ in range(repeats):
+    for name, fn in fns.items():
+      start = clock()
+      jax.block_until_ready(fn(*args))
+      best[name] = min(best[name], clock() - start)
   return best
 
 
@@ -332,30 +340,31 @@ def training_part(period):
 
 
 def projector_part():
-  """Part 3: projector computation."""
-  print('3. Projector computation for one m x 4m fp32 matrix, rank m/4 (best of 3); subspace '
-        'iteration starts from the exact projector of the matrix plus 10% noise:')
-  for m in FLAGS.svd_sizes:
-    matrix = jax.random.normal(jax.random.key(1), (m, 4 * m))
-    r = m // 4
-    previous = galore_lib.exact_svd(matrix + 0.1 * jax.random.normal(jax.random.key(2), matrix.shape),
-                                    r)[0]
-    plain = jax.jit(lambda g: jnp.linalg.svd(g, full_matrices=False)[0][:, :r])
-    exact = jax.jit(lambda g: galore_lib.exact_svd(g, r)[0])
-    eigh = jax.jit(lambda g: galore_lib.gram_eigh(g, r)[0])
-    randomized = jax.jit(lambda g: galore_lib.randomized_svd(
-        g, r, oversample=8, power_iters=2, key=jax.random.key(0))[0])
-    warm = {k: jax.jit(lambda g, b, k=k: galore_lib.subspace_iteration(g, b, r, k)[0])
-            for k in SUBSPACE_ITERS}
-    t_plain, t_exact = time_call(plain, matrix), time_call(exact, matrix)
-    t_eigh, t_random = time_call(eigh, matrix), time_call(randomized, matrix)
-    t_warm = {k: time_call(fn, matrix, previous) for k, fn in warm.items()}
-    print(f'  m={m:5d} rank={r:4d}: jnp.linalg.svd(wide) {1e3 * t_plain:9.2f} ms  exact_svd '
-          f'{1e3 * t_exact:8.2f} ms  gram_eigh {1e3 * t_eigh:8.2f} ms  randomized '
-          f'{1e3 * t_random:8.2f} ms  exact_svd/gram_eigh {t_exact / t_eigh:.2f}x  '
-          f'exact_svd/randomized {t_exact / t_random:.2f}x')
-    print('    subspace iteration: ' + '  '.join(
-        f'{k} it {1e3 * t:8.2f} ms (exact_svd/it {t_exact / t:.2f}x)' for k, t in t_warm.items()))
+  """Part 3: projector computation, each source on the same matrices."""
+  print(f'3. Projector computation, fp32 ({"CPU" if FLAGS.cpu_time else "wall"} time, best of 3 '
+        'interleaved); the subspace iteration starts from the exact projector of the matrices plus '
+        '10% noise:')
+  cases = [(f'part 1\'s {2 * FLAGS.layers} matrices, rank {FLAGS.rank}',
+            [(FLAGS.width, 4 * FLAGS.width), (FLAGS.width, FLAGS.width)] * FLAGS.layers, FLAGS.rank)]
+  cases += [(f'one {m} x {4 * m} matrix, rank {m // 4}', [(m, 4 * m)], m // 4)
+            for m in FLAGS.svd_sizes]
+  for label, shapes, r in cases:
+    keys = jax.random.split(jax.random.key(1), 2 * len(shapes))
+    matrices = [jax.random.normal(k, shape) for k, shape in zip(keys, shapes)]
+    previous = [galore_lib.exact_svd(g + 0.1 * jax.random.normal(k, g.shape), r)[0]
+                for g, k in zip(matrices, keys[len(shapes):])]
+    each = lambda fn: jax.jit(lambda gs, ps: [fn(g, p) for g, p in zip(gs, ps)])
+    fns = {'exact_svd': each(lambda g, p: galore_lib.exact_svd(g, r)[0]),
+           'gram_eigh': each(lambda g, p: galore_lib.gram_eigh(g, r)[0]),
+           'randomized': each(lambda g, p: galore_lib.randomized_svd(
+               g, r, oversample=8, power_iters=2, key=jax.random.key(0))[0]),
+           **{f'subspace {k} it': each(lambda g, p, k=k: galore_lib.subspace_iteration(g, p, r, k)[0])
+              for k in SUBSPACE_ITERS}}
+    if len(shapes) == 1:   # what optax.contrib calls: the SVD of the matrix as it is (wide)
+      fns['jnp.linalg.svd'] = each(lambda g, p: jnp.linalg.svd(g, full_matrices=False)[0][:, :r])
+    best = time_calls(fns, (matrices, previous))
+    print(f'  {label}: ' + '  '.join(
+        f'{name} {1e3 * t:.2f} ms ({best["exact_svd"] / t:.2f}x)' for name, t in best.items()))
 
 
 def galore_state(opt_state) -> galore_lib.GaLoreState:
