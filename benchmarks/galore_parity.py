@@ -147,7 +147,7 @@ def our_updates(initial, grads_seq, layout, align_signs):
   tx = optax.chain(
       galore_lib.scale_by_galore(
           FLAGS.rank, FLAGS.update_proj_gap, FLAGS.scale, scale_by_reference_adam(),
-          side='std', layout=layout, align_signs=align_signs,
+          side='std', layout=layout, align_signs=align_signs, projector='svd',
           mask={k: k in TORCH_SHAPES for k in initial}),
       optax.add_decayed_weights(FLAGS.weight_decay),
       optax.scale_by_learning_rate(FLAGS.learning_rate))

@@ -48,10 +48,11 @@ def top_subspace_projector(matrix, rank, side):
 
 class ProjectionMathsTest(parameterized.TestCase):
 
-  # Two projector sources of four: a leaf with min(m, n) <= r is planned 'full_rank' and never
+  # Three projector sources of five: a leaf with min(m, n) <= r is planned 'full_rank' and never
   # reaches the projector source (transform._refresh_leaf runs on projected leaves only); the exact
-  # default and the data-independent 'random' stand for the others.
-  @parameterized.parameters('svd', 'random')
+  # default, the data-independent 'random' and the warm-started 'subspace_iteration' (whose start
+  # would be an r-column basis of a dimension below r) stand for the others.
+  @parameterized.parameters('svd', 'random', 'subspace_iteration')
   def test_rank_at_least_min_dim_equals_plain_inner_update(self, projector):
     """Paper §3.3: r >= min(m, n) is plain full-rank training, exactly."""
     params = {'w': jnp.zeros((5, 7)), 'b': jnp.zeros((7,))}
@@ -71,9 +72,9 @@ class ProjectionMathsTest(parameterized.TestCase):
     """With an identity inner transform the update is scale * P P^T G (eq. 3-4)."""
     rank, scale = 2, 0.5
     params = {'w': jnp.zeros(shape)}
-    tx = galore_lib.scale_by_galore(rank, 3, scale, optax.identity(), side=side)
+    tx = galore_lib.scale_by_galore(rank, 3, scale, optax.identity(), side=side, projector='svd')
     updates, _ = run(tx, params, 5)
-    refresh_grad = random_grads(params, 3)['w']
+    refresh_grad = random_grads(params, 3)['w']   # independent of step 0's: an exact refresh
     left = top_subspace_projector(refresh_grad, rank, 0)
     right = top_subspace_projector(refresh_grad, rank, 1)
     grad = np.asarray(random_grads(params, 4)['w'], np.float64)
@@ -145,11 +146,11 @@ class ProjectionMathsTest(parameterized.TestCase):
 
 class ProjectorTest(parameterized.TestCase):
 
-  @parameterized.parameters('svd', 'gram_eigh', 'randomized_svd', 'random')
+  @parameterized.parameters(*galore_lib.PROJECTOR_SOURCES)
   def test_projectors_are_orthonormal(self, projector):
     params = {'stacked': jnp.zeros((2, 11, 6))}
     tx = galore_lib.scale_by_galore(3, 2, side='full', projector=projector, batch_dims=1)
-    _, states = run(tx, params, 1)
+    _, states = run(tx, params, 3)   # refreshes at steps 0 and 2 (the warm-started source's 2nd)
     for basis in jax.tree.leaves((states[-1].left, states[-1].right)):
       gram = jnp.swapaxes(basis, -1, -2) @ basis
       np.testing.assert_allclose(gram, np.broadcast_to(np.eye(3), gram.shape), atol=1e-5)
@@ -285,6 +286,8 @@ class BadInputTest(parameterized.TestCase):
       ('unknown_side', dict(rank=2, side='diagonal'), "unknown side 'diagonal'"),
       ('unknown_moments', dict(rank=2, moments='rotate'), "unknown moments 'rotate'"),
       ('unknown_projector', dict(rank=2, projector='qr'), "unknown projector 'qr'"),
+      ('no_iteration', dict(rank=2, projector='subspace_iteration', power_iters=0),
+       'needs power_iters >= 1'),
       ('mask_and_selector', dict(rank=2, mask={}, selector=lambda p, x: True), 'not both'),
   )
   def test_bad_arguments_raise(self, kwargs, message):
@@ -336,8 +339,9 @@ class OptaxContribTest(absltest.TestCase):
   """`scale_by_galore` against `optax.contrib.scale_by_galore` on the settings both have.
 
   optax reduces the rows of an m x n matrix when m >= n (our `side='reverse_std'` on the (out, in)
-  layout), keeps the inner moments across a refresh and does not align signs. Within a projector
-  period the sign of a singular vector cancels, so every leaf agrees. Across a refresh a tall
+  layout), keeps the inner moments across a refresh, does not align signs and refreshes by the
+  exact SVD (our `projector='svd'`; the default 'auto' is a cheaper source on CPU). Within a
+  projector period the sign of a singular vector cancels, so every leaf agrees. Across a refresh a tall
   matrix still agrees (both decompose G itself), while a wide one agrees only where our refreshed
   vectors (from the SVD of Gᵀ) have optax's signs: the kept moments meet a flipped basis otherwise.
   """
@@ -349,7 +353,7 @@ class OptaxContribTest(absltest.TestCase):
               'wide': jnp.zeros((6, 10)), 'b': jnp.zeros((8,))}
     ours = galore_lib.scale_by_galore(
         self.RANK, self.PERIOD, self.SCALE, optax.scale_by_adam(), side='reverse_std',
-        layout='torch', align_signs=False, moments='keep')
+        layout='torch', align_signs=False, moments='keep', projector='svd')
     theirs = optax.contrib.scale_by_galore(self.RANK, self.PERIOD, self.SCALE,
                                            optax.scale_by_adam())
     return run(ours, params, steps, grads_fn), run(theirs, params, steps, grads_fn)
@@ -389,7 +393,8 @@ class PublicNamesTest(absltest.TestCase):
   def test_projectors_masks_shardings_and_bytes_are_reexported(self):
     """`jaxdyn.optim.galore` stays the one import for users of the package's modules."""
     for module, names in (
-        (galore_projectors, ('PROJECTOR_SOURCES', 'exact_svd', 'gram_eigh', 'randomized_svd')),
+        (galore_projectors, ('PROJECTOR_SOURCES', 'exact_svd', 'gram_eigh', 'randomized_svd',
+                             'subspace_iteration')),
         (galore_trees, ('GaLoreState', 'StateBytes', 'llama_galore_mask', 'optimizer_state_bytes',
                         'state_shardings_like_params')),
         (galore_transform, ('GaLoreLeaves', 'GaLoreProjection', 'LAYOUTS', 'MOMENT_POLICIES',
@@ -399,7 +404,7 @@ class PublicNamesTest(absltest.TestCase):
         self.assertIs(getattr(galore_lib, name), getattr(module, name), name)
 
 
-class CompositionTest(absltest.TestCase):
+class CompositionTest(parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
@@ -440,8 +445,9 @@ class CompositionTest(absltest.TestCase):
         hyperparams={**state.hyperparams, 'learning_rate': jnp.asarray(0.1)}), self.params)
     jax.tree.map(lambda x, y: np.testing.assert_allclose(2 * x, y, rtol=1e-5), half, full)
 
-  def test_checkpoint_resume_across_refresh_is_exact(self):
-    tx = galore_lib.galore(0.1, 2, 3, weight_decay=0.1, moments='reproject')
+  @parameterized.parameters('svd', 'subspace_iteration')   # the latter resumes from the state's P
+  def test_checkpoint_resume_across_refresh_is_exact(self, projector):
+    tx = galore_lib.galore(0.1, 2, 3, weight_decay=0.1, moments='reproject', projector=projector)
     update = jax.jit(tx.update)
 
     def train(params, state, steps):

@@ -112,7 +112,9 @@ def default_config() -> ml_collections.ConfigDict:
       clip=0.0))               # global-norm clipping; 0: none (the reference's default)
   c.galore = ml_collections.ConfigDict(dict(
       rank=0,                  # 0: d_model / 4
-      update_proj_gap=200, scale=0.25, projector='svd',
+      update_proj_gap=200, scale=0.25,
+      projector='auto',        # svd (the paper's), gram_eigh, subspace_iteration, ...; auto: the
+                               # backend's measured choice (galore projectors.DEFAULT_SOURCES)
       moments='keep'))         # inner moments on a refresh: keep (reference), reset, reproject
   c.lora = ml_collections.ConfigDict(dict(
       rank=0,                  # 0: d_model / 4 (the same rank as GaLore)

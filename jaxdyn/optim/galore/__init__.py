@@ -2,7 +2,8 @@
 
   transform   `scale_by_galore` (and its spec form `scale_by_galore_spec` with `GaLoreProjection`,
               `GaLoreLeaves`), `galore` (GaLore-AdamW), the option names
-  projectors  the top-r singular vectors of one gradient matrix (SVD, Gram eigh, randomized, random)
+  projectors  the top-r singular vectors of one gradient matrix (SVD, Gram eigh, randomized, random,
+              subspace iteration warm-started from the previous projector)
   trees       `GaLoreState`, the LLaMA mask, state shardings and state bytes
 
 Imports go one way: transform → trees, projectors. The public names of all three are here, so
@@ -10,7 +11,7 @@ Imports go one way: transform → trees, projectors. The public names of all thr
 """
 
 from jaxdyn.optim.galore.projectors import (  # noqa: F401
-    PROJECTOR_SOURCES, exact_svd, gram_eigh, randomized_svd)
+    PROJECTOR_SOURCES, exact_svd, gram_eigh, randomized_svd, subspace_iteration)
 from jaxdyn.optim.galore.transform import (  # noqa: F401
     LAYOUTS, MOMENT_POLICIES, SECOND_MOMENT_FIELDS, SIDE_RULES, STATIC_ARGS, GaLoreLeaves,
     GaLoreProjection, galore, scale_by_galore, scale_by_galore_spec)

@@ -5,7 +5,8 @@ R = P^T G (the "rows" side, P m x r) or R = G Q (the "cols" side, Q n x r) or
 R = P^T G Q (both), an inner params-free transform (Adam by default) runs on R,
 and the result is projected back and multiplied by `scale` (paper Alg. 1,
 eq. 3-4). Projectors are refreshed from the fp32 SVD of the current gradient
-every `update_proj_gap` steps (T in the paper).
+every `update_proj_gap` steps (T in the paper), or from a cheaper source of the same
+subspace (`projector`: Gram eigh, or subspace iteration from the previous projector).
 
 Side rules follow the reference (`galore_torch`), which is written for
 PyTorch's (out, in) weight layout: `std` reduces the smaller dimension,
@@ -66,9 +67,11 @@ class GaLoreProjection(NamedTuple):
   side: 'std', 'reverse_std', 'left', 'right' or 'full' (see module doc).
   layout: 'flax' for (in, out) kernels, 'torch' for (out, in) weights.
   projector: 'svd' (exact), 'gram_eigh' (exact, from eigh of the smaller Gram
-    matrix: faster on CPU), 'randomized_svd' or 'random' (GoLore).
+    matrix: faster on CPU), 'randomized_svd', 'random' (GoLore),
+    'subspace_iteration' (warm-started from the previous projector; exact SVD on the first
+    refresh) or 'auto' (the backend's measured choice, `projectors.DEFAULT_SOURCES`).
   oversample: extra sketch columns of the randomized SVD.
-  power_iters: power iterations of the randomized SVD.
+  power_iters: power iterations of the randomized SVD, and of the subspace iteration (>= 1).
   align_signs: flip new singular vectors to agree with the old ones, so that
     kept moments stay meaningful across refreshes (see `projectors` on signs).
   moments: on a refresh, 'keep' the inner moments (reference), 'reset' them
@@ -80,7 +83,7 @@ class GaLoreProjection(NamedTuple):
   update_proj_gap: int = 200
   side: str = 'std'
   layout: str = 'flax'
-  projector: str = 'svd'
+  projector: str = 'auto'
   oversample: int = 8
   power_iters: int = 2
   align_signs: bool = True
@@ -99,6 +102,9 @@ class GaLoreProjection(NamedTuple):
       value = getattr(self, name)
       if value not in allowed:
         raise ValueError(f'GaLore: unknown {name} {value!r}; expected one of {allowed}.')
+    if self.projector in galore_projectors.WARM_STARTED and self.power_iters < 1:
+      raise ValueError(f'GaLore: projector {self.projector!r} needs power_iters >= 1, got '
+                       f'{self.power_iters}.')
 
 
 class GaLoreLeaves(NamedTuple):
@@ -238,12 +244,14 @@ def _refresh_leaf(g, p_old, q_old, plan, key, projection: GaLoreProjection):
   g, p_old, q_old = jax.tree.map(_unsharded, (g, p_old, q_old))
   batch_shape = g.shape[:plan.batch_dims]
   g_slices = g.reshape((-1,) + g.shape[-2:]).astype(jnp.float32)
-  keys = jax.random.split(key, g_slices.shape[0])
-  u, v = jax.vmap(lambda x, k: galore_projectors.top_singular_vectors(
-      x, plan.rank, projection.projector, projection.oversample, projection.power_iters, k))(
-          g_slices, keys)
-  u = u.reshape(batch_shape + u.shape[-2:])
-  v = v.reshape(batch_shape + v.shape[-2:])
+  if projection.projector in galore_projectors.WARM_STARTED:
+    u, v = _warm_started(g_slices, p_old, q_old, plan, projection)
+  else:
+    keys = jax.random.split(key, g_slices.shape[0])
+    u, v = jax.vmap(lambda x, k: galore_projectors.top_singular_vectors(
+        x, plan.rank, projection.projector, projection.oversample, projection.power_iters, k))(
+            g_slices, keys)
+  u, v = (None if x is None else x.reshape(batch_shape + x.shape[-2:]) for x in (u, v))
   new, old = [], []
   if plan.uses_left:
     new.append(u.astype(p_old.dtype))
@@ -260,6 +268,38 @@ def _refresh_leaf(g, p_old, q_old, plan, key, projection: GaLoreProjection):
   p_new = kept.pop(0) if plan.uses_left else None
   q_new = kept.pop(0) if plan.uses_right else None
   return p_new, q_new, jnp.sum(~finite, dtype=jnp.int32)
+
+
+def _warm_started(g_slices, p_old, q_old, plan, projection: GaLoreProjection):
+  """(U, V) of every slice from a warm-started source, iterating from the side the leaf keeps
+  (U from P for 'rows', V from Q on the transposed slices for 'cols'; for 'both' from the smaller
+  dimension's, the out dimension's if square, so that both layouts do the same); the side the leaf
+  does not keep is None.
+
+  A slice whose previous projector is all zeros (the initial state: nothing refreshed it yet, or its
+  first refresh was non-finite) gets the exact SVD instead, through `at_most_once`, so that the SVD
+  runs only on a refresh where some slice (of some vmapped sweep member) has no projector yet.
+  """
+  m, n = g_slices.shape[-2:]
+  rows, kept = plan.uses_left, 1   # the other side's basis is computed only when the leaf uses it
+  if plan.mode == 'both':
+    rows, kept = m < n or (m == n and projection.layout == 'torch'), 2
+  previous = p_old if rows else q_old
+  previous = previous.reshape((-1,) + previous.shape[-2:]).astype(jnp.float32)
+  oriented = g_slices if rows else _transpose(g_slices)
+  warm = jax.vmap(lambda x, b: galore_projectors.top_singular_vectors(
+      x, plan.rank, projection.projector, projection.oversample, projection.power_iters, None,
+      previous=b)[:kept])(oriented, previous)
+  cold = ~jnp.any(previous != 0, axis=(-2, -1))
+
+  def exact(warm, inputs):
+    oriented, cold = inputs
+    fresh = jax.vmap(lambda x: galore_projectors.exact_svd(x, plan.rank)[:kept])(oriented)
+    return tuple(jnp.where(cold[:, None, None], a, b) for a, b in zip(fresh, warm))
+
+  start, *other = at_most_once(jnp.any(cold), exact, warm, (oriented, cold))
+  other = other[0] if other else None
+  return (start, other) if rows else (other, start)
 
 
 def _change_of_basis(p_old, q_old, p_new, q_new, plan):
@@ -332,6 +372,8 @@ def scale_by_galore_spec(
 
   Selected leaves with min(m, n) <= rank are updated at full rank (times scale).
   """
+  projection = projection._replace(
+      projector=galore_projectors.resolve_source(projection.projector))
   projection.check()
   leaves.check()
   update_proj_gap, moments = projection.update_proj_gap, projection.moments
@@ -460,7 +502,7 @@ def scale_by_galore(
     side: str = 'std',
     layout: str = 'flax',
     moments: str = 'keep',
-    projector: str = 'svd',
+    projector: str = 'auto',
     oversample: int = 8,
     power_iters: int = 2,
     align_signs: bool = True,
