@@ -13,8 +13,8 @@ to paste beside the published numbers on the page the run book names). The entri
 
   coconut    Coconut / CoT / No-CoT in `:superposition`, cut to one seed and 60 epochs (Zhu et al.
              2025, arXiv 2505.12514); `--seed`; `--combine` the seeds' folders into mean ± sd
-  galore     `benchmarks.galore`'s training part at the 60M LLaMA shape in bfloat16 (AdamW, GaLore
-             SVD and eigh), its printed table parsed into the JSON
+  galore     `benchmarks.galore`'s part 5: AdamW and GaLore (SVD, Gram eigh, warm-started subspace
+             iteration) training `galore_pretrain:paper`'s 60M shape, its JSON read back
   mfu        `benchmarks.mfu`: a GPT-2-124M-shaped decoder in bfloat16, einsum vs cuDNN attention
   sinks      one program of the Bigram-Backcopy grid (`studies.attention_sinks_grid`): `--program`,
              `--seeds` (a subset of its 5 seeds; `--combine` joins the subsets' folders)
@@ -75,7 +75,7 @@ ENTRIES = {
         'Coconut ≥ 85% and ≥ 10 points above CoT and No-CoT, removing the thoughts costing ≥ 15',
         'docs/experiments/coconut.md', ('seed', 'combine')),
     'galore': Entry(
-        'GaLore at scale: AdamW vs GaLore (SVD, eigh) at the 60M LLaMA shape, bfloat16',
+        'GaLore at scale: AdamW vs GaLore (SVD, eigh, subspace iteration), galore_pretrain:paper 60M',
         'the one H100 measurement at d 1024 × 4 layers (docs/benchmarks.md): GaLore SVD 2.045× '
         'AdamW amortised over T = 200, eigh 1.235×; goal ≤ 1.10×',
         'docs/benchmarks.md', ()),
@@ -250,39 +250,16 @@ def combine_coconut(folders: Sequence[str], out: str) -> dict:
 
 # ---------------------------------------------------------------------------------------- galore
 
-GALORE_SHAPE = dict(train_width=512, train_layers=8, train_heads=8, train_seq=256,
-                    train_batch=256, train_dtype='bfloat16', steps=30, refresh_steps=2)
-GALORE_TINY = dict(train_width=32, train_layers=1, train_heads=2, train_seq=16, train_batch=2,
-                   train_dtype='bfloat16', steps=2, refresh_steps=1)
-_GALORE_LINE = re.compile(r'^\s+(\S.*?)\s+between refreshes\s+([\d.]+) ms\s+refresh step\s+'
-                          r'([\d.]+) ms\s+amortised over T\s+([\d.]+) ms\s+state\s+([\d.]+) MiB')
-_GALORE_MFU = re.compile(r'^\s+(\S.*?)\s+[\d.]+ steps/s between refreshes .*?: (.*?); amortised '
-                         r'over T:\s+[\d.]+ steps/s, (.*)$')
-_MFU_PART = re.compile(r'MFU ([\d.]+)%')
+GALORE_STEPS = dict(steps=30, refresh_steps=2)   # timed rounds between refreshes, at a refresh
+GALORE_PROJECTORS = ('svd', 'gram_eigh', 'subspace_iteration')
 
 
-def galore_command(tiny: bool) -> list[str]:
-  """`python -m benchmarks.galore`'s training part at the 60M shape (or the test's size)."""
-  shape = GALORE_TINY if tiny else GALORE_SHAPE
-  return [sys.executable, '-m', 'benchmarks.galore', '--parts=training',
-          *[f'--{k}={v}' for k, v in shape.items()]]
-
-
-def parse_galore(text: str) -> dict[str, dict]:
-  """{optimizer: ms between refreshes, at a refresh step, amortised; state MiB; MFU between /
-  amortised (None where the peak is unknown)} from part 2's printed table."""
-  rows: dict[str, dict] = {}
-  for line in text.splitlines():
-    m = _GALORE_LINE.match(line)
-    if m:
-      rows[m.group(1)] = {'between_ms': float(m.group(2)), 'refresh_ms': float(m.group(3)),
-                          'amortised_ms': float(m.group(4)), 'state_mib': float(m.group(5))}
-    m = _GALORE_MFU.match(line)
-    if m and m.group(1) in rows:
-      for key, part in (('mfu_between', m.group(2)), ('mfu_amortised', m.group(3))):
-        found = _MFU_PART.search(part)
-        rows[m.group(1)][key] = float(found.group(1)) / 100 if found else None
-  return rows
+def galore_command(tiny: bool, out: str) -> list[str]:
+  """`python -m benchmarks.galore`'s part 5: AdamW and GaLore (each projector source) training
+  `galore_pretrain:paper`'s 60M shape (or the recipe at d 16 with `--tiny`), its JSON into `out`."""
+  return [sys.executable, '-m', 'benchmarks.galore', '--parts=paper', f'--out_dir={out}',
+          f'--paper_projectors={",".join(GALORE_PROJECTORS)}',
+          *[f'--{k}={v}' for k, v in GALORE_STEPS.items()], *(['--tiny'] if tiny else [])]
 
 
 def run_logged(command: Sequence[str], log_path: str) -> str:
@@ -303,26 +280,28 @@ def run_logged(command: Sequence[str], log_path: str) -> str:
 
 
 def run_galore(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
+  """benchmarks.galore's part 5 (`galore_at_scale.json`, read back), a row per optimizer."""
   del workdir
-  command = galore_command(opts.tiny)
-  log = run_logged(command, os.path.join(out, 'galore_log.txt'))
-  parsed = parse_galore(log)
-  if 'optax.adamw' not in parsed:
-    raise RuntimeError(f'no AdamW row in the benchmark\'s output:\n{log[-3000:]}')
-  adamw = parsed['optax.adamw']
+  command = galore_command(opts.tiny, out)
+  run_logged(command, os.path.join(out, 'galore_log.txt'))
+  with open(os.path.join(out, 'galore_at_scale.json'), encoding='utf-8') as f:
+    measured = json.load(f)
+  percent = lambda x: '–' if x is None else f'{x:.1%}'
   rows = []
-  for name, r in parsed.items():
+  for name, r in measured['optimizers'].items():
     rows.append({'optimizer': name, 'ms between refreshes': f"{r['between_ms']:.2f}",
                  'refresh step ms': f"{r['refresh_ms']:.1f}",
                  'amortised ms (T = 200)': f"{r['amortised_ms']:.2f}",
-                 '÷ AdamW amortised': f"{r['amortised_ms'] / adamw['amortised_ms']:.3f}",
+                 '÷ AdamW amortised': f"{r['amortised_x_adamw']:.3f}",
                  'state MiB': f"{r['state_mib']:.1f}",
+                 'compiled memory GiB': ('–' if r['memory_gib'] is None
+                                         else f"{r['memory_gib']:.2f}"),
                  'MFU between / amortised': (
-                     f"{r['mfu_between']:.1%} / {r['mfu_amortised']:.1%}"
-                     if r.get('mfu_between') is not None else 'peak unknown')})
-  record = {'command': ' '.join(['python', *command[1:]]), 'shape': GALORE_TINY if opts.tiny
-            else GALORE_SHAPE, 'optimizers': parsed,
-            'peak_memory': 'not measured by benchmarks.galore'}
+                     f"{percent(r['mfu_between'])} / {percent(r['mfu_amortised'])}")})
+  record = {'command': ' '.join(['python', *command[1:]]), 'shape': measured['shape'],
+            'model': measured['model'], 'batch': measured['batch'], 'dtype': measured['dtype'],
+            'optimizers': measured['optimizers'], 'device_peak_gib': measured['device_peak_gib'],
+            'model_gflop_per_step': measured['model_gflop_per_step']}
   return record, rows
 
 
