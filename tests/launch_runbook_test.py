@@ -9,6 +9,7 @@ import os
 import re
 import shlex
 import tempfile
+import time
 from unittest import mock
 
 from absl.testing import absltest
@@ -122,6 +123,28 @@ class RunbookTest(absltest.TestCase):
           self.assertIn(column, header)
         self.assertLen(lines, 2 + len(saved['rows']))
         self.assertEqual(record['rows'], saved['rows'])
+
+  def test_a_trained_entrys_curves_come_back(self):
+    # the workdir stays on the device: its metrics.jsonl is mirrored into the output folder, so a
+    # call cut at its limit still returns the curves up to its last evaluation
+    out = self.outputs['coconut'][1]
+    with open(os.path.join(out, 'coconut_metrics.jsonl'), encoding='utf-8') as f:
+      records = [json.loads(line) for line in f]
+    with open(os.path.join(self.tmp, 'w_coconut', 'metrics.jsonl'), encoding='utf-8') as f:
+      self.assertLen(records, len(f.readlines()))
+    self.assertTrue(any('eval/test_accuracy' in json.dumps(r) for r in records))
+
+  def test_mirror_copies_while_the_run_goes_on(self):
+    work, out = (tempfile.mkdtemp(prefix=p) for p in ('work_', 'out_'))
+    target = os.path.join(out, 'x_metrics.jsonl')
+    with runbook._mirrored(work, out, 'x', every_s=0.05):
+      with open(os.path.join(work, 'metrics.jsonl'), 'w', encoding='utf-8') as f:
+        f.write('{"step": 1}\n')
+      for _ in range(100):   # up to 5 s for the thread's copy
+        if os.path.isfile(target):
+          break
+        time.sleep(0.05)
+      self.assertTrue(os.path.isfile(target))   # before the block ends
 
   def test_entries_hold_their_numbers(self):
     coconut = self.outputs['coconut'][0]

@@ -38,17 +38,30 @@ def require_tensorboard() -> None:
                       f'{TENSORBOARD_EXTRA}, or set train.tensorboard=False')
 
 
+# the repository's root (jaxdyn/, launch/, benchmarks/); installed libraries live elsewhere or in a
+# venv's site-packages under it
+_REPOSITORY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 class _QuietLibraries(logging_std.Filter):
-  """Drops INFO/DEBUG records logged by libraries (orbax narrates every save) from the absl handler."""
+  """Drops INFO/DEBUG records logged by libraries (orbax narrates every save): only the
+  repository's own files pass below WARNING, wherever the libraries are installed."""
 
   def filter(self, record: logging_std.LogRecord) -> bool:
-    return record.levelno >= logging_std.WARNING or 'site-packages' not in record.pathname
+    path = os.path.abspath(record.pathname)
+    return record.levelno >= logging_std.WARNING or (
+        path.startswith(_REPOSITORY + os.sep)
+        and not any(part in path for part in ('site-packages', 'dist-packages')))
 
 
 def show_progress_logs() -> None:
-  """INFO logs on: jaxdyn's progress lines shown, libraries' INFO chatter filtered out."""
+  """INFO logs on: jaxdyn's progress lines shown, libraries' INFO chatter filtered out (on absl's
+  logger itself, so also before absl's handler is installed by app.run, e.g. in a notebook or
+  `launch/runbook.py`)."""
   logging.set_verbosity(logging.INFO)
-  logging.get_absl_handler().addFilter(_QuietLibraries())
+  quiet = _QuietLibraries()
+  logging.get_absl_handler().addFilter(quiet)
+  logging_std.getLogger('absl').addFilter(quiet)
 
 
 def _clean(value: Any) -> Any:

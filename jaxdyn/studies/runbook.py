@@ -36,15 +36,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Callable, Sequence
 
+from absl import logging
 import jax
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
 from jaxdyn.analysis import attention_sinks_report
+from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.analysis import attention_sinks_streaming
 from jaxdyn.data import cache as data_cache
 from jaxdyn.data import prosqa
@@ -191,10 +194,15 @@ def run_coconut(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   cached = bool(directory) and all(os.path.isfile(os.path.join(directory, f))
                                    for f in coconut_data_files(config))
   start = time.perf_counter()
+  print(f'coconut seed {opts.seed}: {config.train.steps} steps; the questions '
+        f'{"from the carried cache" if cached else "generated here (not in the carried cache)"}',
+        flush=True)
   coconut.datasets(config)
   data_s = time.perf_counter() - start
+  print(f'questions ready in {data_s:.0f} s; training (progress below)', flush=True)
   result = coconut.train_and_evaluate(config, workdir)
   report_s = time.perf_counter() - start - data_s - result.wall_time_s
+  print(f'trained in {result.wall_time_s:.0f} s, report in {report_s:.0f} s', flush=True)
   with open(os.path.join(workdir, 'summary.json'), encoding='utf-8') as f:
     summary = json.load(f)
   methods = {r['method']: {'test_accuracy': r['test_accuracy'],
@@ -503,6 +511,37 @@ COMBINERS = {'coconut': combine_coconut, 'sinks': combine_sinks}
 COMMON = ('entry', 'out', 'workdir', 'tiny', 'data_cache', 'prepare')
 
 
+MIRROR_EVERY_S = 10.0
+
+
+@contextlib.contextmanager
+def _mirrored(workdir: str, out: str, entry: str, every_s: float = MIRROR_EVERY_S):
+  """Copies the run's `workdir/metrics.jsonl` to `out/<entry>_metrics.jsonl` every `every_s` seconds
+  (a daemon thread) and once at the end: the workdir (checkpoints included) does not come back
+  from the device, and a call cut at its limit then still returns the curves up to its last
+  evaluation."""
+  source, target = os.path.join(workdir, 'metrics.jsonl'), os.path.join(out, f'{entry}_metrics.jsonl')
+  stop = threading.Event()
+
+  def copy():
+    if os.path.isfile(source):
+      shutil.copyfile(source, target + '.tmp')
+      os.replace(target + '.tmp', target)
+
+  def loop():
+    while not stop.wait(every_s):
+      copy()
+
+  thread = threading.Thread(target=loop, daemon=True)
+  thread.start()
+  try:
+    yield
+  finally:
+    stop.set()
+    thread.join()
+    copy()
+
+
 @contextlib.contextmanager
 def _environ(name: str, value: str):
   """$name = value inside the block, as it was after."""
@@ -593,6 +632,10 @@ def main(argv: Sequence[str]) -> dict | None:
   """The run book's command line (module docstring); returns what the entry's json holds."""
   opts = parser().parse_args(argv)
   check_options(opts)
+  # the trainer's progress (compile times, each evaluation, ETA) on stderr, which the device
+  # command tees into $OUT/log.txt: a call cut at its limit then still says how far it got
+  metrics_lib.show_progress_logs()
+  logging.set_stderrthreshold(logging.INFO)
   if opts.prepare:
     prepare(opts.prepare, opts.data_cache)
     return None
@@ -601,7 +644,7 @@ def main(argv: Sequence[str]) -> dict | None:
   os.makedirs(opts.out, exist_ok=True)
   workdir = opts.workdir or tempfile.mkdtemp(prefix=f'runbook_{opts.entry}_')
   start = time.perf_counter()
-  with _environ(data_cache.ENV, opts.data_cache):
+  with _environ(data_cache.ENV, opts.data_cache), _mirrored(workdir, opts.out, opts.entry):
     record, rows = RUNNERS[opts.entry](opts, opts.out, workdir)
   if record is None:   # the entry wrote its own outputs (mfu)
     return _read(opts.out, opts.entry)
