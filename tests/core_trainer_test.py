@@ -22,6 +22,7 @@ import orbax.checkpoint as ocp
 from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core.config import ConfigError
 from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import program
 from jaxdyn.core import results
 from jaxdyn.core import sweep
 from jaxdyn.core import task as task_lib
@@ -385,7 +386,7 @@ class DispatchCapTest(absltest.TestCase):
   def test_a_remainder_runs_as_single_blocks_rather_than_a_new_compile(self):
     s = task_lib.Schedule(steps=100, eval_every=5, checkpoint_every=100, steps_per_dispatch=100,
                           max_dispatch_seconds=1.0)
-    dispatcher = trainer._Dispatcher(None, s)   # pylint: disable=protected-access
+    dispatcher = program.Dispatcher(None, s)
     dispatcher.compiled = {(1, 5): None}         # the measuring chunk, 0 -> 5
     dispatcher.max_evaluations = 4               # measured: 4 blocks a dispatch
     step, chunks = 5, []
