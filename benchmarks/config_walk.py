@@ -12,7 +12,9 @@ are passed on: a Schedule holds the very int objects of `config.train`), and the
 that record their use (comparison, arithmetic, hashing, formatting, iteration); a value computed from
 a leaf (`steps // 2`) is a new, untracked value, and a bool cannot be followed once read (bool has no
 subclass). A read is charged to the function that makes it: the innermost frame outside
-ml_collections and this module.
+ml_collections and this module that is a named function: a lambda, comprehension or generator
+expression reads for the function that calls it (Python 3.12 inlines comprehensions into it anyway,
+PEP 709).
 
 From the reads, in the order the run makes them:
   * a stop is a function that reads the config (each function once, at its first read);
@@ -40,6 +42,8 @@ import ml_collections
 _CONFIG = flags.DEFINE_string('config', 'modular_addition:tiny', 'experiment:variant to run.')
 _RESUME = flags.DEFINE_bool('resume', False, 'walk a run that resumes one of half the steps.')
 _ALL = flags.DEFINE_bool('all_modules', False, 'walk every jaxdyn module, not only jaxdyn/core/.')
+_LEAVES = flags.DEFINE_bool('leaves', True, 'follow the leaves too (--noleaves: only the ConfigDict, '
+                            'its groups and its dict).')
 _SHOW = flags.DEFINE_bool('show', False, 'print each stop.')
 
 _SKIP = (os.path.dirname(ml_collections.__file__), os.path.abspath(__file__).removesuffix('c'))
@@ -54,15 +58,20 @@ _LEAF_READERS = ('__eq__', '__ne__', '__lt__', '__le__', '__gt__', '__ge__', '__
                  '__contains__')
 
 _reads: list[tuple[str, str]] | None = None   # while recording
+_follow_leaves = [True]
 _configs: dict[int, ml_collections.ConfigDict] = {}   # the config and its groups, by id
 
 
+_ANONYMOUS = ('<lambda>', '<listcomp>', '<dictcomp>', '<setcomp>', '<genexpr>')
+
+
 def _note_read() -> None:
-  """Records the function reading: the innermost frame outside ml_collections and this module."""
+  """Records the function reading (module docstring)."""
   if _reads is None:
     return
   frame = sys._getframe(2)   # pylint: disable=protected-access
-  while frame is not None and frame.f_code.co_filename.startswith(_SKIP):
+  while frame is not None and (frame.f_code.co_filename.startswith(_SKIP)
+                               or frame.f_code.co_name in _ANONYMOUS):
     frame = frame.f_back
   if frame is not None:
     _reads.append((frame.f_globals.get('__name__', '?'), frame.f_code.co_qualname))
@@ -95,7 +104,7 @@ def _tracked(value):
   """`value` as a recording object where it can be one (module docstring)."""
   if isinstance(value, ml_collections.ConfigDict):
     _configs[id(value)] = value
-  if type(value) in _TRACKED:
+  if type(value) in _TRACKED and (_follow_leaves[0] or type(value) is dict):
     value = _TRACKED[type(value)](value)
   if isinstance(value, dict):
     for k, v in dict.items(value):
@@ -159,10 +168,11 @@ def walk(reads: list[tuple[str, str]], prefix: str = 'jaxdyn.core.') -> Walk:
   return Walk(list(dict.fromkeys(r for r in reads if r[0].startswith(prefix))))
 
 
-def record_run(name: str, resume: bool = False) -> list[tuple[str, str]]:
+def record_run(name: str, resume: bool = False, leaves: bool = True) -> list[tuple[str, str]]:
   """The reads of config `name` ('experiment:variant') by one `jaxdyn.train_and_evaluate`; with
-  `resume`, by the run that resumes a run of half its steps."""
+  `resume`, by the run that resumes a run of half its steps; `leaves`: leaves followed."""
   global _reads
+  _follow_leaves[0] = leaves
   import jaxdyn   # pylint: disable=import-outside-toplevel
   from jaxdyn import experiments   # pylint: disable=import-outside-toplevel
   with tempfile.TemporaryDirectory(prefix='config_walk-') as root:
@@ -189,12 +199,13 @@ def record_run(name: str, resume: bool = False) -> list[tuple[str, str]]:
 def main(argv):
   del argv
   logging.set_verbosity(logging.WARNING)
-  result = walk(record_run(_CONFIG.value, _RESUME.value),
+  result = walk(record_run(_CONFIG.value, _RESUME.value, _LEAVES.value),
                 'jaxdyn.' if _ALL.value else 'jaxdyn.core.')
   if _SHOW.value:
     print('\n'.join(result.lines()))
   print(f'{_CONFIG.value}{" (resumed)" if _RESUME.value else ""}, '
-        f'{"jaxdyn/" if _ALL.value else "jaxdyn/core/"}: {result.summary()}')
+        f'{"jaxdyn/" if _ALL.value else "jaxdyn/core/"}'
+        f'{"" if _LEAVES.value else ", leaves not followed"}: {result.summary()}')
 
 
 if __name__ == '__main__':

@@ -39,19 +39,20 @@ class History:
     for m in range(len(self.members)):
       self.writer.write(step, m, {k: v[m] for k, v in metrics.items() if np.ndim(v[m]) == 0})
 
-  def add_chunk(self, start: int, n_inner: int, outs) -> None:
-    """The outputs of the dispatch that started at `start` (fetched: this waits for it)."""
+  def add_chunk(self, start: int, stop: int, outs) -> None:
+    """The outputs of the dispatch of steps [start, stop) (fetched: this waits for it): one
+    evaluation block of (stop - start) / blocks steps after another."""
     last, evals, first_bad = jax.device_get(outs)
+    n_inner = (stop - start) // len(first_bad)
     for i in range(len(first_bad)):
       chunk_start = start + i * n_inner
       self._note_divergence(chunk_start, first_bad[i])
       self.add(chunk_start + n_inner, self._masked({**{k: v[i] for k, v in last.items()},
                                                     **{k: v[i] for k, v in evals.items()}}))
     self.writer.flush()
-    step = start + len(first_bad) * n_inner
     shown = {k: float(np.nanmean(v[-1])) for k, v in {**last, **evals}.items()
              if np.ndim(v[-1]) == 1 and ('loss' in k or 'acc' in k)}
-    self.progress.maybe_print(step, shown)
+    self.progress.maybe_print(stop, shown)
 
   def _masked(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Every metric of a diverged member NaN (its accuracy, say, stays finite on NaN params)."""

@@ -170,7 +170,7 @@ def _run(task: Task, schedule: Schedule, workdir: str, placement: program.Placem
                                    hparams)
       if pending is not None:   # fetched one dispatch late: the host works while the device runs
         history.add_chunk(*pending)
-      pending, step = (step, n_inner, outs), stop
+      pending, step = (step, stop, outs), stop
       # ---------------------------------------------------------------- 3. checkpoints
       if schedule.is_checkpoint_step(step):
         save(step, state, pending)
