@@ -189,6 +189,28 @@ class ToyTaskTest(parameterized.TestCase):
       self.assertEqual(values.shape, (7,) if name == 'step' else (7, 2), name)
       np.testing.assert_array_equal(resumed.history[name], values, err_msg=name)
 
+  def test_a_reloaded_run_compiles_no_init(self):
+    lowered = []
+
+    def listen(event, seconds, fun_name='', **kwargs):
+      del seconds, kwargs
+      if event == '/jax/core/compile/jaxpr_to_mlir_module_duration':   # also on a cache hit
+        lowered.append(fun_name)
+    workdir = self.create_tempdir().full_path
+    first = trainer.train(regression_task(), toy_schedule(steps=10), workdir, tensorboard=False)
+    jax.clear_caches()   # what this process compiled before hides nothing
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+      again = trainer.train(regression_task(), toy_schedule(steps=10), workdir, tensorboard=False)
+      finished, lowered[:] = list(lowered), []
+      trainer.train(regression_task(), toy_schedule(steps=20), workdir, tensorboard=False)
+    finally:
+      jax.monitoring.unregister_event_duration_listener(listen)
+    self.assertEqual(finished, [])   # restored, and nothing left to run
+    np.testing.assert_array_equal(again.params['w'], first.params['w'])
+    self.assertIn('jit(chunk)', lowered)
+    self.assertNotIn('jit(init_state)', lowered)
+
   def test_parameter_count_is_logged_and_the_profile_window_traced(self):
     workdir = self.create_tempdir().full_path
     with self.assertLogs(level='INFO') as logs:

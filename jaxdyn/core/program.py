@@ -82,7 +82,7 @@ class Placement:
     """(data, shared data, hparams) of `task` on the devices."""
     data = jax.device_put(task.data, self.sweep)
     shared = jax.device_put(task.shared_data, self.replicated)
-    hparams = jax.device_put({k: jnp.asarray(v) for k, v in task.hparams.items()}, self.sweep)
+    hparams = jax.device_put({k: np.asarray(v) for k, v in task.hparams.items()}, self.sweep)
     return data, shared, hparams
 
 

@@ -41,6 +41,9 @@ from jaxdyn.core import workdir_lock
 from jaxdyn.core.task import Schedule, Task, TrainResult, schedule_from_config
 
 PROFILE_DIR = 'profile'
+# What a checkpoint saves while the next dispatch runs: a copy, since that dispatch donates `state`
+# (one program for the whole state, rather than one per leaf shape).
+_copy = jax.jit(functools.partial(jax.tree.map, jnp.copy))
 
 
 class StopRequested(Exception):
@@ -157,8 +160,7 @@ def _run(task: Task, schedule: Schedule, workdir: str, placement: program.Placem
     def save(step, state, pending):   # the records up to a checkpoint are in the workdir before it
       history.add_chunk(*pending)   # checked finite before it is saved
       writer.sync()
-      checkpointer.save(step, jax.tree.map(jnp.copy, state),   # a copy: `state` is donated
-                        resume.with_feed_position(meta, task))
+      checkpointer.save(step, _copy(state), resume.with_feed_position(meta, task))
       history.last_good_checkpoint = checkpointer.path(step)
 
     pending, boundary = None, 0
