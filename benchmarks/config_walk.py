@@ -57,6 +57,8 @@ _LEAF_READERS = ('__eq__', '__ne__', '__lt__', '__le__', '__gt__', '__ge__', '__
                  '__format__', '__repr__', '__str__', '__iter__', '__len__', '__getitem__',
                  '__contains__')
 
+TRAINING = 'jaxdyn.core.trainer.train_from_config'   # where the training core takes the config
+
 _reads: list[tuple[str, str]] | None = None   # while recording
 _follow_leaves = [True]
 _configs: dict[int, ml_collections.ConfigDict] = {}   # the config and its groups, by id
@@ -157,6 +159,11 @@ class Walk:
     return (f'{len(self.stops)} stops in {len(self.modules)} modules, {len(self.returns)} returns'
             + (f' (modules entered more than once: {again})' if again else ''))
 
+  def starting_at(self, function: str) -> Walk:
+    """The walk from the stop of `function` ('module.qualname') on."""
+    names = [f'{m}.{f}' for m, f in self.stops]
+    return Walk(self.stops[names.index(function):] if function in names else [])
+
   def lines(self) -> list[str]:
     returns = set(self.returns)
     return [f'{i + 1:3d} {"return " if i in returns else "       "}{m}.{f}'
@@ -168,32 +175,38 @@ def walk(reads: list[tuple[str, str]], prefix: str = 'jaxdyn.core.') -> Walk:
   return Walk(list(dict.fromkeys(r for r in reads if r[0].startswith(prefix))))
 
 
+@contextlib.contextmanager
+def recording(config: ml_collections.ConfigDict, leaves: bool = True):
+  """While open, the reads of `config` (module docstring; `leaves`: its leaves followed too) are
+  appended to the list it yields, as (module, function)."""
+  global _reads
+  _follow_leaves[0] = leaves
+  _reads = reads = []
+  _tracked(config)
+  try:
+    with _recording_config_reads():
+      yield reads
+  finally:
+    _reads = None
+    _configs.clear()
+
+
 def record_run(name: str, resume: bool = False, leaves: bool = True) -> list[tuple[str, str]]:
   """The reads of config `name` ('experiment:variant') by one `jaxdyn.train_and_evaluate`; with
   `resume`, by the run that resumes a run of half its steps; `leaves`: leaves followed."""
-  global _reads
-  _follow_leaves[0] = leaves
   import jaxdyn   # pylint: disable=import-outside-toplevel
   from jaxdyn import experiments   # pylint: disable=import-outside-toplevel
   with tempfile.TemporaryDirectory(prefix='config_walk-') as root:
     workdir = os.path.join(root, 'run')
+    config = experiments.get_config(name)
     if resume:
       first = experiments.get_config(name)
       first.train.steps //= 2
-      first.train.checkpoint_every = first.train.steps
+      first.train.checkpoint_every = config.train.checkpoint_every = first.train.steps
       jaxdyn.train_and_evaluate(first, workdir)
-    config = experiments.get_config(name)
-    if resume:
-      config.train.checkpoint_every = first.train.checkpoint_every
-    _reads = []
-    _tracked(config)
-    try:
-      with _recording_config_reads():
-        jaxdyn.train_and_evaluate(config, workdir)
-      return _reads
-    finally:
-      _reads = None
-      _configs.clear()
+    with recording(config, leaves) as reads:
+      jaxdyn.train_and_evaluate(config, workdir)
+    return reads
 
 
 def main(argv):
@@ -206,6 +219,9 @@ def main(argv):
   print(f'{_CONFIG.value}{" (resumed)" if _RESUME.value else ""}, '
         f'{"jaxdyn/" if _ALL.value else "jaxdyn/core/"}'
         f'{"" if _LEAVES.value else ", leaves not followed"}: {result.summary()}')
+  training = result.starting_at(TRAINING)
+  print(f'  from {TRAINING} on: {len(training.stops)} stops in {len(training.modules)} modules, '
+        f'{len(training.returns)} returns')
 
 
 if __name__ == '__main__':
