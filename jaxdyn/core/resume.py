@@ -1,12 +1,12 @@
 """Where a run starts: restored from its workdir's latest checkpoint, or initialised.
 
-`restore_or_init` decides it, in one place. Restarting in a workdir that holds checkpoints resumes the
-run saved there. Before any array is read, `check_same_run` refuses a config that changes a result-changing field (each named with its saved and
-asked values): only `RESUMABLE_CHANGES` may differ, and a field in `FIELDS_ADDED_SINCE` that the saved
-config lacks resumes when it is asked at the value that reproduces what the saved run did.
-`feed_position` is where a streamed corpus (`Task.feed`) stood at the checkpoint (`with_feed_position`
-adds it to what a checkpoint saves).
-`check_not_past_the_end` refuses fewer steps than the run has reached. `history_prefix` reads the
+`restore_or_init` decides it, in one place. Restarting in a workdir that holds checkpoints resumes
+the run saved there. Before any array is read, `check_same_run` refuses a config that changes a
+result-changing field (each named with its saved and asked values): only `RESUMABLE_CHANGES` may
+differ, and a field in `FIELDS_ADDED_SINCE` that the saved config lacks resumes when it is asked at
+the value that reproduces what the saved run did; `check_not_past_the_end` refuses fewer steps than
+the run has reached. `feed_position` is where a streamed corpus (`Task.feed`) stood at the
+checkpoint (`with_feed_position` adds it to what a checkpoint saves). `history_prefix` reads the
 records of the steps already run back from `<workdir>/metrics.jsonl` (`core.metrics`), so that the
 resumed run returns the whole history.
 """
