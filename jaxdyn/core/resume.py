@@ -92,7 +92,7 @@ def check_not_past_the_end(step: int, schedule: Schedule, workdir: str) -> None:
   if step > schedule.steps:
     raise ConfigError(f'config field \'train.steps\' = {schedule.steps} is below step {step}, which '
                       f'the run in workdir {workdir} has already reached; use train.steps >= {step} '
-                      f'to continue it (or read its results with core.results / '
+                      f'to continue it (or read its results with jaxdyn.report.results / '
                       f'core.checkpoint.load_params), or a new workdir')
 
 
