@@ -1,4 +1,4 @@
-"""jaxdyn.analysis.spectral_paths: the line graph and its normalised Laplacian against brute-force
+"""jaxdyn.experiments.shortest_path.spectral: the line graph and its normalised Laplacian against brute-force
 constructions and known spectra, the vectorised SLN against a loop-by-loop reference, SLN on hand-made
 graphs, and the normalised correlation."""
 
@@ -8,8 +8,8 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
 
-from jaxdyn.analysis import spectral_paths as sp
 from jaxdyn.data import graphs
+from jaxdyn.experiments.shortest_path import spectral as sp
 
 
 def edges_of(edge_list, cap=None):
