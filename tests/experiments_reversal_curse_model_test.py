@@ -6,7 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.models import reversal
+from jaxdyn.experiments import reversal_curse
+from jaxdyn.experiments.reversal_curse import model as reversal
 from jaxdyn.models import transformer
 
 
@@ -15,7 +16,9 @@ class LastTokenTest(absltest.TestCase):
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.config = reversal.decoder_config(vocab_size=12, num_layers=1, d_model=16, num_heads=2)
+    config = reversal_curse.get_config('tiny')   # 1 layer, 2 heads
+    config.data.num_entities, config.model.d_model = 10, 16
+    cls.config = reversal_curse.decoder_config(config)
     cls.model = transformer.Decoder(cls.config)
     cls.params = reversal.init_params(cls.model, jax.random.key(0))
     cls.rows = np.random.default_rng(0).integers(0, 12, size=(9, 3)).astype(np.int32)

@@ -4,7 +4,7 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
 
-from jaxdyn.data import reversal
+from jaxdyn.experiments.reversal_curse import data as reversal
 
 
 def rows(a):

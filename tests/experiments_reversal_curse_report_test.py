@@ -1,11 +1,12 @@
-"""Tests of jaxdyn.analysis.reversal_curse: the curves figure of a synthetic two-task history."""
+"""Tests of jaxdyn.experiments.reversal_curse.report: the curves figure of a synthetic two-task
+history, and the report writing it."""
 
 from absl.testing import absltest
 import numpy as np
 
-from jaxdyn.analysis import reversal_curse
 from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import reversal_curse as experiment
+from jaxdyn.experiments.reversal_curse import report as reversal_curse
 from jaxdyn.report.figures import plt
 
 

@@ -1,6 +1,6 @@
-"""jaxdyn.analysis.shortest_path: the averaged edge embedding of a hand-made hidden function (a
+"""jaxdyn.experiments.shortest_path.embedding: the averaged edge embedding of a hand-made hidden function (a
 token's one-hot: each edge's <e> reads the same vector in every order) on held-out graphs, its
-statistics against `spectral_paths` directly, SLN by size against the per-row rates, the mean and
+statistics against `spectral` directly, SLN by size against the per-row rates, the mean and
 standard error, the figures, and the report's text tables."""
 
 import os
@@ -9,9 +9,9 @@ import tempfile
 from absl.testing import absltest
 import numpy as np
 
-from jaxdyn.analysis import shortest_path as analysis
-from jaxdyn.analysis import spectral_paths
 from jaxdyn.data import graphs
+from jaxdyn.experiments.shortest_path import embedding as analysis
+from jaxdyn.experiments.shortest_path import spectral
 
 SIZES = (5, 6)
 MAX_EDGES = 10
@@ -53,7 +53,7 @@ class EdgeEmbeddingTest(absltest.TestCase):
                                     num_graphs=3, num_orders=4, seed=1)
     stats = analysis.embedding_statistics(embs, (2,), seed=3)
     rng = np.random.default_rng(3)
-    direct = [spectral_paths.embedding_vs_spectrum(e, edges, n, (2,), rng=rng)
+    direct = [spectral.embedding_vs_spectrum(e, edges, n, (2,), rng=rng)
               for e, edges, n in embs]
     for key in stats:
       self.assertAlmostEqual(stats[key], np.mean([d[key] for d in direct if key in d]))
@@ -62,7 +62,7 @@ class EdgeEmbeddingTest(absltest.TestCase):
   def test_sln_by_size(self):
     held = held_rows()
     out = analysis.sln_by_size(held, SIZES)
-    rates = spectral_paths.sln_on_graphs(held['adj'], held['num_nodes'], held['source'],
+    rates = spectral.sln_on_graphs(held['adj'], held['num_nodes'], held['source'],
                                          held['target'])
     for s in SIZES:
       mine = held['num_nodes'] == s

@@ -1,4 +1,4 @@
-"""jaxdyn.analysis.spectral_paths: the line graph and its normalised Laplacian against brute-force
+"""jaxdyn.experiments.shortest_path.spectral: the line graph and its normalised Laplacian against brute-force
 constructions and known spectra, the vectorised SLN against a loop-by-loop reference, SLN on hand-made
 graphs, and the normalised correlation."""
 
@@ -8,8 +8,17 @@ from absl.testing import absltest
 from absl.testing import parameterized
 import numpy as np
 
-from jaxdyn.analysis import spectral_paths as sp
 from jaxdyn.data import graphs
+from jaxdyn.experiments.shortest_path import spectral as sp
+
+
+def random_line_graph(seed):
+  """(rng, E, eigenvectors E×E) of a random connected G(9, 0.4): the generator after drawing the
+  graph, its edge count and its line graph's normalised-Laplacian eigenvectors."""
+  rng = np.random.default_rng(seed)
+  edges, num_edges = graphs.edge_lists(graphs.random_graphs(rng, 1, 9, edge_prob=0.4))
+  _, evecs = sp.line_graph_spectrum(edges, num_edges, 9)
+  return rng, num_edges[0], evecs[0]
 
 
 def edges_of(edge_list, cap=None):
@@ -210,12 +219,8 @@ class CorrelationTest(absltest.TestCase):
     self.assertAlmostEqual(r[1] ** 2, r2, places=10)
 
   def test_normalized_correlation_sees_a_rotated_scaled_embedding(self):
-    rng = np.random.default_rng(1)
-    adj = graphs.random_graphs(rng, 1, 9, edge_prob=0.4)
-    edges, num_edges = graphs.edge_lists(adj)
-    evals, evecs = sp.line_graph_spectrum(edges, num_edges, 9)
-    m = num_edges[0]
-    u = evecs[0, :m, 1:5]                       # u_1..u_4
+    rng, m, evecs_ExE = random_line_graph(1)
+    u = evecs_ExE[:m, 1:5]                      # u_1..u_4
     # An embedding in 64 dims whose leading variation is u_1..u_4 (different scales), rotated,
     # shifted, plus small noise.
     q = np.linalg.qr(rng.normal(size=(64, 64)))[0]
@@ -227,12 +232,8 @@ class CorrelationTest(absltest.TestCase):
     self.assertLess(sp.normalized_correlation(shuffled, u).mean(), 0.8)
 
   def test_eigenvector_fit_is_the_normalized_correlation(self):
-    rng = np.random.default_rng(2)
-    adj = graphs.random_graphs(rng, 1, 9, edge_prob=0.4)
-    edges, num_edges = graphs.edge_lists(adj)
-    _, evecs = sp.line_graph_spectrum(edges, num_edges, 9)
-    m = num_edges[0]
-    u = evecs[0, :m, 1:3]
+    rng, m, evecs_ExE = random_line_graph(2)
+    u = evecs_ExE[:m, 1:3]
     emb = rng.normal(size=(m, 32)) + 3 * u @ rng.normal(size=(2, 32))
     fit, r = sp.eigenvector_fit(emb, u)
     np.testing.assert_allclose(r, sp.normalized_correlation(emb, u), atol=1e-12)
