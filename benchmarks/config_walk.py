@@ -30,8 +30,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import inspect
 import os
-import sys
 import tempfile
 
 from absl import app
@@ -71,7 +71,7 @@ def _note_read() -> None:
   """Records the function reading (module docstring)."""
   if _reads is None:
     return
-  frame = sys._getframe(2)   # pylint: disable=protected-access
+  frame = inspect.currentframe().f_back.f_back   # the caller of the recording method
   while frame is not None and (frame.f_code.co_filename.startswith(_SKIP)
                                or frame.f_code.co_name in _ANONYMOUS):
     frame = frame.f_back
