@@ -1,6 +1,6 @@
-"""jaxdyn.experiments.coconut.report: the method table (final test accuracy and tokens over seeds, the
-test accuracy at the best validation, the paper's numbers), table.md and the accuracy figure on
-hand-made records. The whole report of a :tiny run is tests/experiments_coconut_test.py's."""
+"""jaxdyn.experiments.coconut.report: the method table (final test accuracy and tokens over seeds,
+the test accuracy at the best validation, the paper's numbers), table.md and the accuracy figure
+on hand-made records. The whole report of a :tiny run is tests/experiments_coconut_test.py's."""
 
 import os
 import tempfile

@@ -60,7 +60,8 @@ class HandMadeTest(parameterized.TestCase):
       out = sp.solve(con, edges, 0, candidates, C)
       self.assertEqual(out['answer'], want)
       self.assertGreater(out['answer_coef'][want] - out['answer_coef'][sum(candidates) - want], 0.99)
-      np.testing.assert_array_equal(out['reachable'], reachability.reachable_sets(N, edges, 0, C)[-1])
+      np.testing.assert_array_equal(out['reachable'],
+                                    reachability.reachable_sets(N, edges, 0, C)[-1])
 
   def test_too_few_thoughts_cannot_see_the_target(self):
     # Node 4 of the longer chain is 4 steps away: with C = 3 thoughts it is outside V_3, so the

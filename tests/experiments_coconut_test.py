@@ -21,8 +21,8 @@ import refusals
 class TinyRunTest(absltest.TestCase):
   """One :tiny run (every method × 1 seed, 4 steps, one per curriculum stage) shared by the
   assertions below. The maths of each method's layout, thoughts and generation is checked on the
-  model functions in tests/experiments_coconut_model_test.py; this run checks that the trainer, the vmapped
-  methods, the evaluation and the report fit together."""
+  model functions in tests/experiments_coconut_model_test.py; this run checks that the trainer, the
+  vmapped methods, the evaluation and the report fit together."""
 
   @classmethod
   def setUpClass(cls):

@@ -16,7 +16,7 @@ from jaxdyn.core import spec
 from jaxdyn.data import prosqa
 from jaxdyn.data import prosqa_text
 
-# The methods a run may train (the paper's Table 1 rows); `model.py`'s layout table follows this order.
+# The methods a run may train (the paper's Table 1 rows); `curriculum.py`'s table follows this order.
 METHODS = ('cot', 'no_cot', 'pause', 'coconut', 'coconut_no_curriculum', 'pause_as_thought')
 
 RESETS = ('epoch', 'stage', 'never')

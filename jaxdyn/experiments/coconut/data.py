@@ -1,9 +1,9 @@
-"""coconut's questions: the graph law of `data/prosqa.py` from the config (`spec`), the train, validation
-and test splits (`datasets`: symbolic tokens, or with `data.format='text'` English sentences through a
-BPE tokenizer, `data/prosqa_text.py`), and the GPT-2 checkpoint of `model.pretrained`, whose vocabulary
-the text format relabels. Each is built once per config and kept (the task and the report read the
-same questions); a file a user must download is named in one line when it is missing.
-"""
+"""coconut's questions: the graph law of `data/prosqa.py` from the config (`spec`), the train,
+validation and test splits (`datasets`: symbolic tokens, or with `data.format='text'` English
+sentences through a BPE tokenizer, `data/prosqa_text.py`), and the GPT-2 checkpoint of
+`model.pretrained`, whose vocabulary the text format relabels. Each is built once per config and
+kept (the task and the report read the same questions); a file a user must download is named in
+one line when it is missing."""
 
 from __future__ import annotations
 

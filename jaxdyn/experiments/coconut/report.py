@@ -1,13 +1,12 @@
 """coconut's report of one run: figures/curves.png, figures/accuracy.png, summary.json and table.md.
 
-The method table (`method_rows`, `method_table`, `plot_accuracy`): final test accuracy and tokens per
-method, mean ± sem over seeds, beside the paper's Table 1 (ProsQA columns, `PAPER_TABLE`). In
+The method table (`method_rows`, `method_table`, `plot_accuracy`): final test accuracy and tokens
+per method, mean ± sem over seeds, beside the paper's Table 1 (ProsQA columns, `PAPER_TABLE`). In
 summary.json also the thought probes (`probes.probe_report`, figures probe.png, value.png and
-attention.png), `diagnose` (per member, accuracy on training against test questions, by hops, and the
-validity of CoT's written chains), the thought ablation of every member with thoughts
+attention.png), `diagnose` (per member, accuracy on training against test questions, by hops, and
+the validity of CoT's written chains), the thought ablation of every member with thoughts
 (`diagnosis.thought_ablation`: accuracy without its thoughts, probes per seed) and the test
-questions' shortcut audit (`prosqa.audit`).
-"""
+questions' shortcut audit (`prosqa.audit`)."""
 
 from __future__ import annotations
 

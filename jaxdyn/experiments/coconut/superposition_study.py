@@ -1,9 +1,8 @@
-"""The superposition study (Zhu et al. 2025, "Reasoning by Superposition", Theorem 1; the talk's slide
-"Main Theorem"): the closed-form transformer of `superposition.py`, untrained, on random questions of
-`reachability.py` against BFS, by graph size n, diameter D, node-embedding dimension d and readout
-(`evaluate`, `size_table`, `dimension_table`; launch/superposition.py), and its figures
-(`plot_thoughts`, `plot_dimension_sweep`).
-"""
+"""The superposition study (Zhu et al. 2025, "Reasoning by Superposition", Theorem 1; the talk's
+slide "Main Theorem"): the closed-form transformer of `superposition.py`, untrained, on random
+questions of `reachability.py` against BFS, by graph size n, diameter D, node-embedding dimension
+d and readout (`evaluate`, `size_table`, `dimension_table`; launch/superposition.py), and its
+figures (`plot_thoughts`, `plot_dimension_sweep`)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""token_assorted's configs: the schema, its variants, every field's domain and the relations between
-fields, and the modes a run compares. Imports no jax (a launcher checks a config with it before jax
-starts)."""
+"""token_assorted's configs: the schema, its variants, every field's domain and the relations
+between fields, and the modes a run compares. Imports no jax (a launcher checks a config with it
+before jax starts)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,13 @@
-"""token_assorted's report of one run (Su et al. 2025; talk slides "Better Performance", "Shorter CoT"):
-figures/curves.png, figures/comparison.png (accuracy and trace length by mode, mean ± sem over seeds,
-and the accuracy under the budget when there is one), figures/codebook.png (code frequencies),
-summary.json and table.md (`summarise`, `write_report`); and what it measures beyond accuracy: how
-the frozen codebook is used (`codebook_stats`), how much shorter the latent traces are
-(`shortening`), and, with a budget and the code check, the paper's claims tested on the toy against
-their targets (`claims`, `TARGETS`). The comparison with the figures copied for the docs is
-`studies.token_assorted_comparison` (launch/token_assorted.py).
+"""token_assorted's report of one run (Su et al. 2025; talk slides "Better Performance", "Shorter
+CoT"): figures/curves.png, figures/comparison.png (accuracy and trace length by mode, mean ± sem
+over seeds, and the accuracy under the budget when there is one), figures/codebook.png (code
+frequencies), summary.json and table.md (`summarise`, `write_report`); and what it measures
+beyond accuracy: how the frozen codebook is used (`codebook_stats`), how much shorter the latent
+traces are (`shortening`), and, with a budget and the code check, the paper's claims tested on
+the toy against their targets (`claims`, `TARGETS`). The comparison with the figures copied for
+the docs is `studies.token_assorted_comparison` (launch/token_assorted.py).
 
-Shapes: M chunks, L tokens per chunk, K codes, Sd seeds.
-"""
+Shapes: M chunks, L tokens per chunk, K codes, Sd seeds."""
 
 from __future__ import annotations
 
