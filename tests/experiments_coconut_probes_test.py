@@ -1,20 +1,18 @@
-"""jaxdyn.analysis.coconut: node groups by BFS distance on a hand graph, group scores and the
-ordering rate on hand-made thoughts (a superposition of the frontier's embeddings ranks the frontier
-first), the value analysis, the diagnostics of written chains and answers on hand-made generations,
-the thoughts / attention maps against the model's own forward, and the method table, accuracy
-figure and text of a run's report on hand-made records."""
-
-import os
-import tempfile
+"""jaxdyn.experiments.coconut.probes: node groups by BFS distance on a hand graph, group scores and
+the ordering rate on hand-made thoughts (a superposition of the frontier's embeddings ranks the
+frontier first), the value analysis, the thoughts / attention maps against the model's own forward,
+and the probes' text for a launcher."""
 
 from absl.testing import absltest
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.analysis import coconut as probes
 from jaxdyn.data import prosqa
-from jaxdyn.models import coconut as model_lib
+from jaxdyn.experiments.coconut import curriculum
+from jaxdyn.experiments.coconut import model as model_lib
+from jaxdyn.experiments.coconut import probes
+from jaxdyn.models import transformer
 
 # Entity 0 → 1 → 2 → 3, 0 → 4; node 5 unreachable; node 6 padding.
 DIST = np.array([[0, 1, 2, 3, 1, -1, -1]])
@@ -88,48 +86,6 @@ class ValueTest(absltest.TestCase):
     np.testing.assert_array_equal(probes.ordering_rate(t, emb, g), [1.0])
 
 
-class DiagnosticsTest(absltest.TestCase):
-  """Written chains and answers on the hand graph ADJ (entity 0 → 1 → 2 → 3, 0 → 4; node 5
-  unreachable), node v named by token 10 + v, answer node 3, distractor node 5."""
-
-  TOK = np.array([[10, 11, 12, 13, 14, 15, prosqa.PAD]])
-
-  def gen(self, *rows):
-    width = max(len(r) for r in rows)
-    return np.array([list(r) + [prosqa.PAD] * (width - len(r)) for r in rows])
-
-  def test_chain_validity(self):
-    A, E, S = prosqa.ANS, prosqa.EOS, prosqa.SEP
-    g = self.gen([10, 11, S, 11, 12, S, 12, 13, S, A, 13, E],   # the path 0 → 1 → 2 → 3
-                 [10, 11, S, 11, 12, S, A, 13, E],              # a path, stopping short
-                 [10, 11, S, 12, 13, S, A, 13, E],              # edges, not a path (1 ≠ 2)
-                 [10, 14, S, 14, 13, S, A, 13, E],              # 4 → 3 is not an edge
-                 [11, 12, S, 12, 13, S, A, 13, E],              # does not start at the entity
-                 [A, 13, E],                                     # no chain
-                 [10, 11, 12, 13, S, A, 13, E])                 # malformed: no chain read
-    n = len(g)
-    v = probes.chain_validity(g, np.repeat(ADJ, n, 0), np.repeat(self.TOK, n, 0),
-                              np.full(n, 6), np.full(n, 13))
-    np.testing.assert_array_equal(v['first_edge'], [1, 1, 1, 1, 0, 0, 0])
-    np.testing.assert_array_equal(v['path'], [1, 1, 0, 0, 0, 0, 0])
-    np.testing.assert_array_equal(v['ends_at_answer'], [1, 0, 0, 0, 0, 0, 0])
-    np.testing.assert_array_equal(v['num_steps'], [3, 2, 2, 2, 2, 0, 0])
-
-  def test_answer_diagnostics(self):
-    A, E = prosqa.ANS, prosqa.EOS
-    g = self.gen([A, 13, E], [A, 15, E], [9, 9, A], [A, 12, E])   # right, distractor, none, wrong
-    data = {'target': np.full(4, 13), 'distractor': np.full(4, 15),
-            'num_steps': np.array([3, 3, 1, 1]), 'adj': np.repeat(ADJ, 4, 0),
-            'node_token': np.repeat(self.TOK, 4, 0), 'num_nodes': np.full(4, 6)}
-    np.testing.assert_array_equal(probes.named_answers(g), [13, 15, -1, 12])
-    out = probes.answer_diagnostics(g, data, with_chain=True)
-    self.assertEqual(out['accuracy'], 0.25)
-    self.assertEqual(out['names_a_candidate'], 0.5)
-    self.assertEqual(out['accuracy_by_hops'], {1: (0.0, 2), 3: (0.5, 2)})
-    self.assertEqual(out['chain_first_edge'], 0.0)   # none of them wrote a chain
-    self.assertNotIn('chain_path', probes.answer_diagnostics(g, data))
-
-
 class ModelProbeTest(absltest.TestCase):
 
   def test_thoughts_and_attention_match_the_forward(self):
@@ -137,12 +93,13 @@ class ModelProbeTest(absltest.TestCase):
                        num_concepts=8)
     m = 2
     d = prosqa.make_dataset(0, 2, spec)
-    cfg = model_lib.decoder_config(spec.vocab_size, 64, 1, 16, 2)
+    cfg = transformer.gpt2_config(vocab_size=spec.vocab_size, num_layers=1, d_model=16,
+                                  num_heads=2, max_len=64)
     params = model_lib.init_params(cfg, jax.random.key(0))
     full = lambda v, dt: jnp.full((2,), v, dt)
     seq = model_lib.build_sequence(jnp.asarray(d['question']), jnp.asarray(d['steps']),
                                    jnp.asarray(d['num_steps']), jnp.asarray(d['target']),
-                                   full(m, jnp.int32), full(model_lib.ALL_STEPS, jnp.int32),
+                                   full(m, jnp.int32), full(curriculum.ALL_STEPS, jnp.int32),
                                    full(True, bool), full(True, bool), m)
     first, _, _ = model_lib.layout_sizes(spec.question_len, m, spec.max_steps)
     t, h, attn = jax.jit(lambda p: probes.thoughts_and_attention(cfg, p, seq, first, m))(params)
@@ -158,39 +115,9 @@ class ModelProbeTest(absltest.TestCase):
     self.assertTrue(np.all(a[0][:, valid[0]][:, :, ~valid[0]] == 0))
 
 
+class DescribeTest(absltest.TestCase):
 
-class ReportTest(absltest.TestCase):
-
-  # Two methods × two seeds, three evaluations; members in sweep order (method-major).
-  MEMBERS = [{'seed': 0, 'method': 0}, {'seed': 1, 'method': 0}, {'seed': 0, 'method': 1},
-             {'seed': 1, 'method': 1}]
-  HISTORY = {'step': np.array([1, 2, 3]),
-             'eval/val_accuracy': np.array([[.1, .2, .3, .4], [.5, .1, .2, .2], [.2, .1, .9, .1]]),
-             'eval/test_accuracy': np.array([[.0, .1, .2, .3], [.4, .5, .6, .7], [.2, .4, .6, .8]]),
-             'eval/test_tokens': np.array([[9., 9., 3., 3.], [9., 9., 3., 3.], [10., 8., 3., 5.]])}
-
-  def test_method_rows(self):
-    rows = probes.method_rows(self.HISTORY, self.MEMBERS, ['cot', 'cot', 'coconut', 'coconut'],
-                              ('coconut', 'cot'), {'cot': (77.5, 1.9, 49.4)})
-    self.assertEqual([r['method'] for r in rows], ['coconut', 'cot'])
-    coconut, cot = rows
-    self.assertAlmostEqual(cot['test_accuracy'], 30.0)            # (20 + 40) / 2
-    self.assertAlmostEqual(cot['test_accuracy/sem'], 10.0)
-    self.assertAlmostEqual(coconut['tokens'], 4.0)
-    # Best validation: cot seed 0 at step 2 (40), seed 1 at step 1 (10); coconut at step 3 (60)
-    # and step 1 (30).
-    np.testing.assert_allclose(cot['test_at_best_val/values'], [40.0, 10.0])
-    np.testing.assert_allclose(coconut['test_at_best_val/values'], [60.0, 30.0])
-    self.assertEqual(cot['paper'], '77.5 ± 1.9')
-    self.assertEqual(coconut['paper'], '')
-    self.assertTrue(np.isnan(coconut['paper_tokens']))
-    table = probes.method_table(rows)
-    self.assertIn('test acc. at best val (%)', table)
-    self.assertIn('| cot |', table)
-    path = probes.plot_accuracy(rows, [97.0, 77.5], os.path.join(tempfile.mkdtemp(), 'a.png'), 't')
-    self.assertGreater(os.path.getsize(path), 0)
-
-  def test_describe(self):
+  def test_describe_probes(self):
     summary = {'coconut': {'groups': list(probes.GROUP_NAMES), 'scores_MxGroup': [[0.5, -0.25, 0.]],
                            'ordering_rate': [0.5], 'pairwise_rates_Mx2': [[1.0, 0.25]],
                            'values': {'mean_correct_incorrect_by_height': [[0.5], [0.25]],
@@ -200,14 +127,7 @@ class ReportTest(absltest.TestCase):
     self.assertEqual(text[1], '  t1: +0.500  -0.250  +0.000   ordered 50%, 100%, 25%')
     self.assertTrue(text[2].endswith('correct 0.500 | incorrect 0.250; top frontier node correct '
                                      'in 75% of 4'))
-    diagnosis = [{'method': 'cot', 'seed': 0, 'split': 'test', 'accuracy': 0.5,
-                  'accuracy_by_hops': {'1': [0.5, 2]}, 'names_a_candidate': 1.0,
-                  'chain_first_edge': 1.0, 'chain_path': 0.5, 'chain_ends_at_answer': 0.5,
-                  'chain_steps': 2.0}]
-    lines = probes.describe_diagnosis(diagnosis).splitlines()
-    self.assertLen(lines, 2)
-    self.assertIn('accuracy 0.500 (by hops 1:0.500(n=2)) names a candidate 1.000 | chain: first '
-                  'edge 1.000, path 0.500, ends at the answer 0.500, 2.00 steps', lines[1])
+
 
 if __name__ == '__main__':
   absltest.main()

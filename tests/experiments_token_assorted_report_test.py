@@ -1,9 +1,10 @@
-"""Codebook statistics against hand counts, the shortening ratio, the claims against their targets."""
+"""jaxdyn.experiments.token_assorted.report: codebook statistics against hand counts, the shortening
+ratio, the claims against their targets."""
 
 from absl.testing import absltest
 import numpy as np
 
-from jaxdyn.analysis import token_assorted as analysis
+from jaxdyn.experiments.token_assorted import report
 
 
 class CodebookStatsTest(absltest.TestCase):
@@ -12,7 +13,7 @@ class CodebookStatsTest(absltest.TestCase):
     chunks = np.array([[0, 1], [0, 1], [1, 1], [2, 0], [2, 2]])
     codes = np.array([3, 3, 0, 0, 1])          # code 0 stands for two contents
     table = np.array([[1, 1], [2, 2], [0, 0], [0, 1]])
-    s = analysis.codebook_stats(chunks, codes, table)
+    s = report.codebook_stats(chunks, codes, table)
     self.assertEqual(s['used'], 3)
     self.assertAlmostEqual(s['usage'], 0.75)
     p = np.array([2, 2, 1]) / 5
@@ -22,8 +23,8 @@ class CodebookStatsTest(absltest.TestCase):
     self.assertAlmostEqual(s['pure_codes'], 2 / 3)
 
   def test_shortening(self):
-    self.assertAlmostEqual(analysis.shortening(6.0, 12.0), 0.5)
-    self.assertAlmostEqual(analysis.shortening(518, 655.2), 0.2094, places=3)   # the 1B row, -21%
+    self.assertAlmostEqual(report.shortening(6.0, 12.0), 0.5)
+    self.assertAlmostEqual(report.shortening(518, 655.2), 0.2094, places=3)   # the 1B row, -21%
 
 
 def _summary(no_cot=0.34, cot=(1.0, 1.0, 1.0), latent=(0.98, 0.97, 0.99), cot_len=12.0,
@@ -41,8 +42,8 @@ def _summary(no_cot=0.34, cot=(1.0, 1.0, 1.0), latent=(0.98, 0.97, 0.99), cot_le
 class ClaimsTest(absltest.TestCase):
 
   def test_all_met(self):
-    c = analysis.claims(_summary())
-    self.assertEqual(set(c), set(analysis.TARGETS))
+    c = report.claims(_summary())
+    self.assertEqual(set(c), set(report.TARGETS))
     self.assertTrue(all(v['met'] for v in c.values()), c)
     self.assertAlmostEqual(c['shortening']['value'], 5 / 12)
     self.assertAlmostEqual(c['gap']['value'], 0.02)
@@ -54,7 +55,7 @@ class ClaimsTest(absltest.TestCase):
                'code_ok': dict(code_ok=0.85), 'no_cot': dict(no_cot=0.45),
                'budget_lead': dict(budget=(0.7, 0.98))}
     for name, change in failing.items():
-      c = analysis.claims(_summary(**change))
+      c = report.claims(_summary(**change))
       self.assertEqual([k for k, v in c.items() if not v['met']], [name], name)
 
 

@@ -1,4 +1,5 @@
-"""The running-sums task, the mixing of latent codes into the trace, the scorer of generations."""
+"""jaxdyn.experiments.token_assorted.data: the running-sums task, the mixing of latent codes into
+the trace, the scorer of generations."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -6,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.data import token_assorted as data_lib
+from jaxdyn.experiments.token_assorted import data as data_lib
 
 V = data_lib.Vocab(modulus=3, num_codes=10)
 N, L = 6, 2

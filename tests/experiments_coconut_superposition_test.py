@@ -1,15 +1,17 @@
-"""jaxdyn.analysis.superposition: the closed-form 2-layer transformer against BFS. Hand-made graphs
-(a chain, a diamond, a distractor component) with their exact frontier sets; each thought equal to
-the normalised indicator of V_c; the mechanism inside (layer 1 gathers each edge at its <e>); answers
-equal BFS on random graphs; too few thoughts or too small a dimension fail; bad inputs refused."""
+"""jaxdyn.experiments.coconut.superposition: the closed-form 2-layer transformer against BFS on
+hand-made graphs (a chain, a diamond, a distractor component): each thought equal to the normalised
+indicator of V_c; the mechanism inside (layer 1 gathers each edge at its <e>); answers the reachable
+candidate; too few thoughts cannot see the target; bad inputs refused. On random graphs, and where a
+small dimension breaks it: tests/experiments_coconut_superposition_study_test.py."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
 import jax
 import numpy as np
 
-from jaxdyn.analysis import superposition as sp
 from jaxdyn.core.config import ConfigError
+from jaxdyn.experiments.coconut import reachability
+from jaxdyn.experiments.coconut import superposition as sp
 
 N, CAP, C = 6, 8, 3   # one prompt shape for the hand-made graphs: one compile
 CHAIN = [(0, 1), (1, 2), (2, 3)]
@@ -31,19 +33,9 @@ class HandMadeTest(parameterized.TestCase):
     cls.onehot = sp.build(N, CAP)
     cls.random = sp.build(N, CAP, embedding='random', seed=3)   # d = N, same shapes
 
-  @parameterized.named_parameters(
-      ('chain', CHAIN, 0, [{0}, {0, 1}, {0, 1, 2}, {0, 1, 2, 3}]),
-      ('diamond', DIAMOND, 0, [{0}, {0, 1, 2}, {0, 1, 2, 3}, {0, 1, 2, 3}]),
-      ('distractor', DISTRACTOR, 0, [{0}, {0, 1}, {0, 1, 2}, {0, 1, 2}]),
-      ('distractor_from_4', DISTRACTOR, 4, [{4}, {3, 4, 5}, {2, 3, 4, 5}, {2, 3, 4, 5}]),
-  )
-  def test_bfs_reference_sets(self, edges, root, expected):
-    sets = sp.reachable_sets(N, edges, root, C)
-    np.testing.assert_array_equal(sets, np.stack([indicator(N, s) for s in expected]))
-
   @parameterized.named_parameters(('chain', CHAIN), ('diamond', DIAMOND), ('distractor', DISTRACTOR))
   def test_onehot_thought_is_normalised_frontier_indicator(self, edges):
-    sets = sp.reachable_sets(N, edges, 0, C)
+    sets = reachability.reachable_sets(N, edges, 0, C)
     out = sp.solve(self.onehot, edges, 0, (1, 5), C)
     for c in range(1, C + 1):
       want = np.zeros(out['thoughts'].shape[1])
@@ -53,7 +45,7 @@ class HandMadeTest(parameterized.TestCase):
   @parameterized.named_parameters(('chain', CHAIN), ('diamond', DIAMOND), ('distractor', DISTRACTOR))
   def test_random_embedding_thought_is_normalised_superposition(self, edges):
     con = self.random
-    sets = sp.reachable_sets(N, edges, 0, C)
+    sets = reachability.reachable_sets(N, edges, 0, C)
     out = sp.solve(con, edges, 0, (1, 5), C)
     want = sp.target_thoughts(con, sets[1:])
     np.testing.assert_allclose(out['thoughts'], want, atol=1e-4)
@@ -68,7 +60,8 @@ class HandMadeTest(parameterized.TestCase):
       out = sp.solve(con, edges, 0, candidates, C)
       self.assertEqual(out['answer'], want)
       self.assertGreater(out['answer_coef'][want] - out['answer_coef'][sum(candidates) - want], 0.99)
-      np.testing.assert_array_equal(out['reachable'], sp.reachable_sets(N, edges, 0, C)[-1])
+      np.testing.assert_array_equal(out['reachable'],
+                                    reachability.reachable_sets(N, edges, 0, C)[-1])
 
   def test_too_few_thoughts_cannot_see_the_target(self):
     # Node 4 of the longer chain is 4 steps away: with C = 3 thoughts it is outside V_3, so the
@@ -96,46 +89,11 @@ class HandMadeTest(parameterized.TestCase):
     self.assertLess(np.abs(res[others, d:3 * d]).max(), 1e-6)
 
 
-class RandomGraphTest(parameterized.TestCase):
-
-  @parameterized.parameters(('dag', 'onehot', None), ('dag', 'random', None),
-                            ('digraph', 'random', None))
-  def test_answers_and_frontiers_equal_bfs(self, kind, embedding, dim):
-    row = sp.evaluate(12, 3, kind=kind, embedding=embedding, dim=dim, num_graphs=8, seed=7,
-                      batch=8, max_edges=40)
-    self.assertEqual(row['answer_acc'], 1.0)
-    self.assertEqual(row['reach_acc'], 1.0)
-    self.assertEqual(row['exact'], 1.0)
-    self.assertGreater(row['cos_min'], 1 - 1e-5)
-    self.assertGreater(row['gap_min'], 1.0)
-    self.assertGreater(row['margin_min'], 0.99)
-
-  def test_dimension_below_n_breaks(self):
-    # 12 random directions in 3 dimensions cannot hold arbitrary subsets apart.
-    row = sp.evaluate(12, 3, embedding='random', dim=3, num_graphs=8, seed=7, batch=8, max_edges=40)
-    self.assertLess(row['exact'], 0.5)
-    self.assertLess(row['cos_min'], 0.95)
-
-  def test_dag_generator(self):
-    rng = np.random.default_rng(0)
-    for depth in (1, 3, 5):
-      edges, root = sp.layered_dag(rng, 20, depth)
-      sets = sp.reachable_sets(20, edges, root, 20)
-      ecc = int(np.argmax((sets == sets[-1]).all(1)))
-      self.assertLessEqual(ecc, depth)
-      self.assertLess(sets[-1].sum(), 20)   # the distractor part is unreachable
-      self.assertTrue(np.all(edges[:, 0] != edges[:, 1]))
-
-
 class BadInputTest(absltest.TestCase):
 
   def test_negative_thoughts(self):
     with self.assertRaisesRegex(ConfigError, "'num_thoughts'"):
       sp.encode(4, 3, CHAIN, 0, (3, 1), -1)
-    with self.assertRaisesRegex(ConfigError, "'num_thoughts'"):
-      sp.reachable_sets(4, CHAIN, 0, -2)
-    with self.assertRaisesRegex(ConfigError, "'depth'"):
-      sp.layered_dag(np.random.default_rng(0), 10, -1)
 
   def test_onehot_dimension_too_small(self):
     with self.assertRaisesRegex(ConfigError, "'dim'.*num_nodes = 10"):
@@ -153,25 +111,6 @@ class BadInputTest(absltest.TestCase):
     with self.assertRaisesRegex(ConfigError, "'candidates'"):
       sp.encode(4, 3, CHAIN, 0, (3,), 2)
 
-
-
-class StudyTest(absltest.TestCase):
-
-  def test_example_question_has_the_depth(self):
-    edges, root = sp.example_question(0, 12, 3)
-    sets = sp.reachable_sets(12, edges, root, 4)
-    self.assertFalse(np.array_equal(sets[2], sets[3]))   # something first reached at step 3
-    np.testing.assert_array_equal(sets[3], sets[4])      # nothing farther
-
-  def test_tables(self):
-    seen = []
-    rows = sp.size_table(['dag'], [6], [2, 8], num_graphs=2, seed=1, on_row=seen.append)
-    # A layered DAG of 6 nodes has no depth 8: only D = 2, one-hot and random.
-    self.assertEqual([(r['D'], r['embedding']) for r in rows], [(2, 'onehot'), (2, 'random')])
-    self.assertEqual(seen, rows)
-    dims = sp.dimension_table(6, [0.5, 1.0], depth=2, num_graphs=2, seed=1)
-    self.assertEqual([(r['readout'], r['d']) for r in dims],
-                     [('dual', 3), ('dual', 6), ('matched', 3), ('matched', 6)])
 
 if __name__ == '__main__':
   absltest.main()

@@ -1,7 +1,7 @@
-"""jaxdyn.models.coconut: the GPT-2 initialisation law, the embedding forward against the shared
-decoder, the scanned continuous thoughts against a Python loop that recomputes the whole prefix for
-every thought (the cache against recomputation), the layouts of every method and stage, the loss and
-its gradient through the scan, greedy generation and the optimizer reset."""
+"""jaxdyn.experiments.coconut.model: the GPT-2 initialisation law, the embedding forward against the
+shared decoder, the scanned continuous thoughts against a Python loop that recomputes the whole
+prefix for every thought (the cache against recomputation), the sequence layout and each method's
+layout at a stage, the loss and its gradient through the scan, and greedy generation."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -11,7 +11,9 @@ import numpy as np
 import optax
 
 from jaxdyn.data import prosqa
-from jaxdyn.models import coconut
+from jaxdyn.experiments.coconut import config
+from jaxdyn.experiments.coconut import curriculum
+from jaxdyn.experiments.coconut import model as coconut
 from jaxdyn.models import transformer
 
 SPEC = prosqa.Spec(min_nodes=5, max_nodes=7, max_edges=8, max_steps=4, num_entities=2,
@@ -22,7 +24,8 @@ FIRST, _, T = coconut.layout_sizes(SPEC.question_len, M, SPEC.max_steps)
 # Every test below runs the same few compiled programs (2 layers, batch B, the full layout length T;
 # greedy generation of R = T - FIRST - M - 1 tokens fills exactly the layout): a compile costs
 # seconds on CPU, running them milliseconds.
-CFG = coconut.decoder_config(SPEC.vocab_size, T, num_layers=2, d_model=16, num_heads=2)
+CFG = transformer.gpt2_config(vocab_size=SPEC.vocab_size, num_layers=2, d_model=16, num_heads=2,
+                              max_len=T)
 FORWARD = jax.jit(lambda params, x, pos, valid: coconut.forward(CFG, params, x, pos, valid)[0])
 HIDDEN = jax.jit(lambda params, seq: coconut.continuous_hidden(CFG, params, seq, FIRST, M))
 SEQUENCE = jax.jit(coconut.build_sequence, static_argnums=(8,))
@@ -137,7 +140,7 @@ class ContinuousThoughtTest(parameterized.TestCase):
     # (question + <bot> in one pass, one slot per scan step, the rest in one pass), left padding
     # and absent slots included, against one uncached pass.
     params = coconut.init_params(CFG, jax.random.key(5))
-    seq = sequence(batch(), [2, M, M, 0], [2, coconut.ALL_STEPS, coconut.ALL_STEPS, 0],
+    seq = sequence(batch(), [2, M, M, 0], [2, curriculum.ALL_STEPS, curriculum.ALL_STEPS, 0],
                    [True, True, True, False], [True, True, False, False])
     got = HIDDEN(params, seq)
     want = reference_hidden(params, seq)
@@ -156,7 +159,7 @@ class ContinuousThoughtTest(parameterized.TestCase):
     bump = jax.random.normal(jax.random.key(9), emb.shape[1:])
     bumped['params']['embed']['embedding'] = emb.at[prosqa.LATENT].add(bump)
     for feedback, same in ((True, True), (False, False)):
-      seq = sequence(d, M, coconut.ALL_STEPS, True, feedback)
+      seq = sequence(d, M, curriculum.ALL_STEPS, True, feedback)
       a = HIDDEN(params, seq)
       b = HIDDEN(bumped, seq)
       close = np.allclose(a[:, -5:], b[:, -5:], atol=1e-4)
@@ -166,9 +169,10 @@ class ContinuousThoughtTest(parameterized.TestCase):
     # 1 layer: the backward of the scan is the same per layer. Its compile is the costliest program
     # of these tests (12 CPU-s): XLA's LLVM optimisation is off for it (the same HLO, compiled in
     # about half the time; the maths does not depend on it).
-    cfg = coconut.decoder_config(SPEC.vocab_size, T, num_layers=1, d_model=16, num_heads=2)
+    cfg = transformer.gpt2_config(vocab_size=SPEC.vocab_size, num_layers=1, d_model=16,
+                                  num_heads=2, max_len=T)
     params = coconut.init_params(cfg, jax.random.key(7))
-    seq = sequence(batch(), M, coconut.ALL_STEPS, True, True)
+    seq = sequence(batch(), M, curriculum.ALL_STEPS, True, True)
     value_and_grad = jax.jit(jax.value_and_grad(   # one compile for all calls
         lambda p: coconut.sequence_loss(cfg, p, seq, FIRST, M)[0]),
         compiler_options={'xla_backend_optimization_level': 0})
@@ -185,27 +189,6 @@ class ContinuousThoughtTest(parameterized.TestCase):
 
 
 class LayoutTest(parameterized.TestCase):
-
-  def test_method_layouts(self):
-    get = lambda m, k: tuple(int(v) for v in coconut.method_layout(
-        coconut.METHODS.index(m), k, max_latent_stage=6, c_thought=2))
-    self.assertEqual(get('cot', 4), (0, 0, 0, 0))
-    self.assertEqual(get('no_cot', 0), (0, coconut.ALL_STEPS, 0, 0))
-    self.assertEqual(get('pause', 0), (12, coconut.ALL_STEPS, 1, 0))
-    self.assertEqual(get('coconut', 0), (0, 0, 1, 1))
-    self.assertEqual(get('coconut', 3), (6, 3, 1, 1))
-    self.assertEqual(get('coconut', 6), (12, 6, 1, 1))
-    self.assertEqual(get('coconut', 7), (12, coconut.ALL_STEPS, 1, 1))
-    self.assertEqual(get('coconut_no_curriculum', 0), (12, coconut.ALL_STEPS, 1, 1))
-    self.assertEqual(get('pause_as_thought', 2), (4, 2, 1, 0))
-
-  def test_stage_schedule(self):
-    # 10 steps per epoch, 5 epochs per stage: stage 0 for steps 0-49, 1 for 50-99, ...
-    stages = [int(coconut.stage_at(s, 10, 5)) for s in (0, 49, 50, 99, 100, 349, 350)]
-    self.assertEqual(stages, [0, 0, 1, 1, 2, 6, 7])
-    # A longer stage 0 (12 epochs = 120 steps), the later stages 5 epochs each as before.
-    stages = [int(coconut.stage_at(s, 10, 5, 12)) for s in (0, 119, 120, 169, 170, 219, 220)]
-    self.assertEqual(stages, [0, 0, 1, 1, 2, 2, 3])
 
   def test_sequence_tokens(self):
     d = batch(seed=1)
@@ -249,26 +232,12 @@ class LayoutTest(parameterized.TestCase):
       self.assertEqual(int(np.asarray(seq.loss_BxT[b]).sum()), len(want))
       self.assertEqual(path[-1], d['target'][b])
 
-  def test_mixed_stages(self):
-    key = jax.random.key(0)
-    # Jitted with the batch static (two compiles; op by op its ops compiled per case: 1.4 -> 0.7
-    # CPU-s, the same draws).
-    mixed_stages = jax.jit(coconut.mixed_stages, static_argnums=(2,))
-    # Stage 0: never mixed; past max_latent_stage: earlier stages 0..max_latent_stage.
-    np.testing.assert_array_equal(mixed_stages(key, 0, 64, 1.0, 4), 0)
-    draws = np.asarray(mixed_stages(key, 9, 4000, 0.1, 4))
-    self.assertAlmostEqual(np.mean(draws != 9), 0.1, delta=0.015)
-    self.assertEqual(set(draws[draws != 9].tolist()), {0, 1, 2, 3, 4})
-    draws = np.asarray(mixed_stages(key, 2, 4000, 0.5, 4))
-    self.assertEqual(set(draws.tolist()), {0, 1, 2})
-    np.testing.assert_array_equal(mixed_stages(key, 3, 64, 0.0, 4), 3)
-
-  @parameterized.parameters(('coconut', 2), ('cot', coconut.INFERENCE_STAGE), ('pause', 0))
+  @parameterized.parameters(('coconut', 2), ('cot', curriculum.INFERENCE_STAGE), ('pause', 0))
   def test_method_sequence_is_the_methods_layout(self, method, stage):
     d = batch(seed=2)
-    m = coconut.METHODS.index(method)
+    m = config.METHODS.index(method)
     got = METHOD_SEQUENCE(d, m, stage, M, 1)   # max_latent_stage M, c_thought 1
-    want = sequence(d, *coconut.method_layout(m, stage, M, 1))
+    want = sequence(d, *curriculum.method_layout(m, stage, M, 1))
     for a, b in zip(got, want):
       np.testing.assert_array_equal(a, b)
     layout = coconut.Layout(CFG, FIRST, M, 1, 4)
@@ -282,7 +251,7 @@ class GenerateTest(absltest.TestCase):
 
   def test_generate_equals_argmax_of_recomputed_forward(self):
     params = coconut.init_params(CFG, jax.random.key(8))
-    seq = sequence(batch(), 2, coconut.ALL_STEPS, True, True)
+    seq = sequence(batch(), 2, curriculum.ALL_STEPS, True, True)
     cut = FIRST + M + 1
     g_max = T - cut
     out = np.asarray(jax.jit(coconut.generate, static_argnums=(0, 3, 4, 5))(CFG, params, seq, FIRST,
@@ -307,36 +276,6 @@ class GenerateTest(absltest.TestCase):
     correct, length = coconut.score_answers(gen, jnp.array([20, 20, 20, 20]))
     np.testing.assert_array_equal(correct, [True, False, False, False])
     np.testing.assert_array_equal(length, [2, 3, 4, 4])
-
-
-class ResetTest(absltest.TestCase):
-
-  def test_reset_every_restarts_adam(self):
-    params = {'w': jnp.ones(3)}
-    grads = [{'w': jnp.full(3, g)} for g in (1.0, -2.0, 0.5, 3.0)]
-    tx = coconut.reset_every(optax.adamw(0.1, weight_decay=0.0), 2)
-    fresh = optax.adamw(0.1, weight_decay=0.0)
-    state = tx.init(params)
-    ref = fresh.init(params)
-    for i, g in enumerate(grads):
-      if i == 2:
-        ref = fresh.init(params)   # a new AdamW after two updates
-      u, state = tx.update(g, state, params)
-      v, ref = fresh.update(g, ref, params)
-      np.testing.assert_allclose(u['w'], v['w'], rtol=1e-6)
-
-  def test_reset_from_an_offset(self):
-    # Period 2 from update 3 on: fresh AdamW before updates 3 and 5, none before 2 or 4.
-    params = {'w': jnp.ones(3)}
-    tx = coconut.reset_every(optax.adamw(0.1, weight_decay=0.0), 2, offset=3)
-    fresh = optax.adamw(0.1, weight_decay=0.0)
-    state, ref = tx.init(params), fresh.init(params)
-    for i, g in enumerate((1.0, -2.0, 0.5, 3.0, -1.0, 2.0)):
-      if i in (3, 5):
-        ref = fresh.init(params)
-      u, state = tx.update({'w': jnp.full(3, g)}, state, params)
-      v, ref = fresh.update({'w': jnp.full(3, g)}, ref, params)
-      np.testing.assert_allclose(u['w'], v['w'], rtol=1e-6)
 
 
 if __name__ == '__main__':

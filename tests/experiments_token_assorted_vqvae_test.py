@@ -1,5 +1,5 @@
-"""The VQ-VAE: nearest-code assignment, the straight-through gradient, eq. 3's codebook and
-commitment terms on hand-made cases, and which way the codebook moves."""
+"""jaxdyn.experiments.token_assorted.vqvae: nearest-code assignment, the straight-through gradient,
+eq. 3's codebook and commitment terms on hand-made cases, and which way the codebook moves."""
 
 from absl.testing import absltest
 from absl.testing import parameterized
@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.models import vqvae
+from jaxdyn.experiments.token_assorted import vqvae
 from grad_checks import check_grads_rev
 
 jax.config.update('jax_enable_x64', False)
