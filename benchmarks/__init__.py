@@ -15,6 +15,8 @@ where a Python with torch is given. Run each from the repository root as a modul
                  cuDNN's fused attention) and a profile of where the step's time goes.
   galore_parity  jaxdyn GaLore against the published PyTorch GaLoreAdamW (needs torch and
                  galore-torch in this Python).
+  config_walk    not a timing: every function of core/ that reads a run's config, counted as
+                 stops and returns (docs/architecture.md, "One run, through the layers").
 
   lib            what the sweep benchmarks share: the trainer's chunk timed per step, interleaved
                  rounds, the matmul peak, matmul counts from the step's jaxpr, the PyTorch subprocess.

@@ -1,6 +1,7 @@
-r"""Continuous thoughts per second: one jitted `lax.scan` over the thoughts (`models.coconut.
-run_thoughts`) against a Python loop that calls a jitted single thought step M times (the
-reference's one forward call per thought, with its KV cache). Both ratios come from one run.
+r"""Continuous thoughts per second: one jitted `lax.scan` over the thoughts
+(`experiments.coconut.model.run_thoughts`) against a Python loop that calls a jitted single thought
+step M times (the reference's one forward call per thought, with its KV cache). Both ratios come
+from one run.
 
   python -m benchmarks.coconut [--thoughts=6] [--batch=32] [--d_model=64] [--num_layers=2]
 
@@ -18,7 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxdyn.data import prosqa
-from jaxdyn.models import coconut
+from jaxdyn.experiments.coconut import curriculum
+from jaxdyn.experiments.coconut import model as coconut
+from jaxdyn.models import transformer
 
 _THOUGHTS = flags.DEFINE_integer('thoughts', 6, 'Continuous thoughts M.')
 _BATCH = flags.DEFINE_integer('batch', 32, 'Questions per call.')
@@ -44,12 +47,13 @@ def main(argv):
   spec = prosqa.Spec(min_nodes=9, max_nodes=12, max_edges=24, max_steps=6, num_concepts=32)
   data = prosqa.make_dataset(0, b, spec)
   first, _, t = coconut.layout_sizes(spec.question_len, m, spec.max_steps)
-  cfg = coconut.decoder_config(spec.vocab_size, t, _LAYERS.value, _D_MODEL.value, _HEADS.value)
+  cfg = transformer.gpt2_config(vocab_size=spec.vocab_size, num_layers=_LAYERS.value,
+                                d_model=_D_MODEL.value, num_heads=_HEADS.value, max_len=t)
   params = coconut.init_params(cfg, jax.random.key(0))
   full = lambda v, dt: jnp.full((b,), v, dt)
   seq = coconut.build_sequence(jnp.asarray(data['question']), jnp.asarray(data['steps']),
                                jnp.asarray(data['num_steps']), jnp.asarray(data['target']),
-                               full(m, jnp.int32), full(coconut.ALL_STEPS, jnp.int32),
+                               full(m, jnp.int32), full(curriculum.ALL_STEPS, jnp.int32),
                                full(True, bool), full(True, bool), m)
 
   @jax.jit
@@ -82,7 +86,7 @@ def main(argv):
   cache, h0 = jax.block_until_ready(prefix(params, seq))
   a, c = scanned(params, cache, h0), looped(params, cache, h0)   # compiles both
   np.testing.assert_allclose(np.asarray(a), np.asarray(c), atol=1e-4)
-  # The whole path (prefix + thoughts, `models.coconut.run_thoughts`) for scale.
+  # The whole path (prefix + thoughts, `model.run_thoughts`) for scale.
   whole = jax.jit(lambda p, s: coconut.run_thoughts(cfg, p, s, first, m)[1])
   whole(params, seq)
   load = open('/proc/loadavg', encoding='utf-8').read().split()[0]

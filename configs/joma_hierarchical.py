@@ -5,11 +5,9 @@
   --config=configs/joma_hierarchical.py:paper   d = 1024, 10k steps (accelerators)
   --config.data.num_classes=30 --config.data.num_children=3 --config.data.n0=20 --config.data.n1=30
 
-launch/joma_table1.py runs the whole grid.
+launch/joma_table1.py runs the whole grid. The variants are defined in the library
+(`jaxdyn/experiments/joma_hierarchical/config.py`, which imports no jax), so that a notebook gets the
+same configs without this file.
 """
 
-from jaxdyn.experiments import joma_hierarchical
-
-
-def get_config(arg=None):
-  return joma_hierarchical.get_config(arg)
+from jaxdyn.experiments.joma_hierarchical.config import get_config  # noqa: F401

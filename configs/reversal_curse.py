@@ -4,12 +4,8 @@
   --config=configs/reversal_curse.py:tiny    a few steps of a 1-layer d=32 model (tests, notebook)
   --config=configs/reversal_curse.py:paper   the reference's 24-layer, 768-wide GPT-2, AdamW lr 0.01
 
-The variants are defined in the experiment (`jaxdyn.experiments.reversal_curse.VARIANTS`), so that a
-notebook gets the same configs without this file.
+The variants are defined in the library (`jaxdyn/experiments/reversal_curse/config.py`, which imports
+no jax), so that a notebook gets the same configs without this file.
 """
 
-from jaxdyn.experiments import reversal_curse
-
-
-def get_config(arg=None):
-  return reversal_curse.get_config(arg)
+from jaxdyn.experiments.reversal_curse.config import get_config  # noqa: F401

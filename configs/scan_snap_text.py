@@ -4,8 +4,8 @@
                                             SGD lr 5 / FFN 10, clip 0.5, windows of 35, batch 20), 3000 steps
   --config=configs/scan_snap_text.py:tiny   a few steps of a tiny model (tests)
 
-The variants are defined in the library (`jaxdyn.experiments.scan_snap_text.VARIANTS`), so that a
-notebook gets the same configs without this file.
+The variants are defined in the library (`jaxdyn/experiments/scan_snap_text/config.py`, which imports
+no jax), so that a notebook gets the same configs without this file.
 """
 
-from jaxdyn.experiments.scan_snap_text import get_config  # noqa: F401
+from jaxdyn.experiments.scan_snap_text.config import get_config  # noqa: F401

@@ -5,12 +5,8 @@
   --config=configs/shortest_path.py:cpu     ~15 CPU-minutes: graphs of 5-8 nodes, d=64, cosine lr, 5000 steps
   --config=configs/shortest_path.py:paper   GPU scale: 400k rows, d=256, 60k steps
 
-The variants are defined in the experiment (`jaxdyn.experiments.shortest_path.VARIANTS`), so that a
-notebook gets the same configs without this file.
+The variants are defined in the library (`jaxdyn/experiments/shortest_path/config.py`, which imports
+no jax), so that a notebook gets the same configs without this file.
 """
 
-from jaxdyn.experiments import shortest_path
-
-
-def get_config(arg=None):
-  return shortest_path.get_config(arg)
+from jaxdyn.experiments.shortest_path.config import get_config  # noqa: F401

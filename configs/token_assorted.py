@@ -6,12 +6,8 @@
                                              64, 1000 held-out questions, a budget of 8 trace tokens
   --config=configs/token_assorted.py:paper   GPU scale: 24 digits, L=4, K=64, 4-layer d=256, 20k steps, 5 seeds
 
-The variants are defined in the experiment (`jaxdyn.experiments.token_assorted.VARIANTS`), so that a
-notebook gets the same configs without this file.
+The variants are defined in the library (`jaxdyn/experiments/token_assorted/config.py`, which
+imports no jax), so that a notebook gets the same configs without this file.
 """
 
-from jaxdyn.experiments import token_assorted
-
-
-def get_config(arg=None):
-  return token_assorted.get_config(arg)
+from jaxdyn.experiments.token_assorted.config import get_config  # noqa: F401

@@ -19,8 +19,9 @@ import os
 from absl import app, flags
 from ml_collections import config_flags
 
-from jaxdyn.analysis import coconut as probes
 from jaxdyn.experiments import coconut as lib
+from jaxdyn.experiments.coconut import diagnosis
+from jaxdyn.experiments.coconut import probes
 
 _CONFIG = config_flags.DEFINE_config_file('config', 'configs/coconut.py', 'Experiment config.')
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Metrics, checkpoints, figures and table.md.')
@@ -36,9 +37,9 @@ def main(argv):
     summary = json.load(f)
   if summary['probes']:
     print(probes.describe_probes(summary['probes']))
-  print(probes.describe_diagnosis(summary['diagnosis']))
+  print(diagnosis.describe_diagnosis(summary['diagnosis']))
   if summary['ablation']:
-    print(probes.describe_ablation(summary['ablation']))
+    print(diagnosis.describe_ablation(summary['ablation']))
   print('data audit (held-out accuracy of candidate features; 0.5 chance):', summary['data_audit'])
 
 

@@ -17,8 +17,8 @@ import shutil
 from absl import app, flags
 from ml_collections import config_flags
 
-from jaxdyn.analysis import shortest_path as analysis
 from jaxdyn.experiments import shortest_path as lib
+from jaxdyn.experiments.shortest_path import embedding
 
 _CONFIG = config_flags.DEFINE_config_file('config', 'configs/shortest_path.py:cpu',
                                           'The config the run was trained with.')
@@ -32,10 +32,10 @@ def main(argv):
   del argv
   config = _CONFIG.value
   s = lib.report_from_checkpoint(config, _WORKDIR.value, _STEP.value)
-  print(analysis.summary_tables(s, config.data.sizes))
+  print(embedding.summary_tables(s, config.data.sizes))
   if _FIGURES_TO.value:
     figdir = os.path.join(_WORKDIR.value, 'figures')
-    for name in analysis.FIGURES:
+    for name in embedding.FIGURES:
       dest = os.path.join(_FIGURES_TO.value, f'{_PREFIX.value}{name}.png')
       shutil.copyfile(os.path.join(figdir, f'{name}.png'), dest)
       print('wrote', dest)

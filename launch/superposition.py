@@ -9,7 +9,7 @@ O(n) decoding steps with O(n) embedding dimensions").
 Table 1 (`sizes` × `depths` × `kinds`): one-hot embeddings (d = n) and random embeddings (d = n,
 dual readout), C = D thoughts. Table 2 (n = `dim_n`, D = 4, dag): random embeddings with d = ratio·n,
 dual and matched readouts: where the construction breaks. Columns: see
-`jaxdyn.analysis.superposition.evaluate`. Writes DIR/superposition.{md,json} and
+`jaxdyn.experiments.coconut.superposition_study.evaluate`. Writes DIR/superposition.{md,json} and
 DIR/superposition_{thoughts,dim}.png.
 """
 
@@ -19,13 +19,15 @@ import time
 
 from absl import app, flags
 
-from jaxdyn.analysis import superposition
+from jaxdyn.experiments.coconut import reachability
+from jaxdyn.experiments.coconut import superposition
+from jaxdyn.experiments.coconut import superposition_study as study
 from jaxdyn.report import results
 
 _WORKDIR = flags.DEFINE_string('workdir', None, 'Output directory.', required=True)
 _SIZES = flags.DEFINE_list('sizes', ['10', '20', '30', '50'], 'Node counts n.')
 _DEPTHS = flags.DEFINE_list('depths', ['2', '4', '8'], 'Diameters D (= number of thoughts).')
-_KINDS = flags.DEFINE_list('kinds', ['dag', 'digraph'], f'Graph kinds {superposition.GRAPH_KINDS}.')
+_KINDS = flags.DEFINE_list('kinds', ['dag', 'digraph'], f'Graph kinds {reachability.GRAPH_KINDS}.')
 _NUM_GRAPHS = flags.DEFINE_integer('num_graphs', 64, 'Random questions per row.')
 _DIM_N = flags.DEFINE_integer('dim_n', 30, 'n of the dimension sweep (0: skip it).')
 _DIM_RATIOS = flags.DEFINE_list('dim_ratios', ['0.25', '0.5', '0.75', '1', '2', '4'],
@@ -38,25 +40,25 @@ def main(argv):
   start = time.perf_counter()
   seed = _SEED.value
   show = functools.partial(print, flush=True)
-  rows = superposition.size_table(_KINDS.value, [int(n) for n in _SIZES.value],
-                                  [int(d) for d in _DEPTHS.value], num_graphs=_NUM_GRAPHS.value,
-                                  seed=seed, on_row=show)
-  table = results.markdown_table(rows, superposition.COLUMNS, superposition.FORMATS)
+  rows = study.size_table(_KINDS.value, [int(n) for n in _SIZES.value],
+                          [int(d) for d in _DEPTHS.value], num_graphs=_NUM_GRAPHS.value, seed=seed,
+                          on_row=show)
+  table = results.markdown_table(rows, study.COLUMNS, study.FORMATS)
   dim_rows = []
   if _DIM_N.value:
     n = _DIM_N.value
-    dim_rows = superposition.dimension_table(n, [float(r) for r in _DIM_RATIOS.value],
-                                             num_graphs=_NUM_GRAPHS.value, seed=seed, on_row=show)
-    table += '\n' + results.markdown_table(dim_rows, superposition.COLUMNS, superposition.FORMATS)
-    superposition.plot_dimension_sweep(
+    dim_rows = study.dimension_table(n, [float(r) for r in _DIM_RATIOS.value],
+                                     num_graphs=_NUM_GRAPHS.value, seed=seed, on_row=show)
+    table += '\n' + results.markdown_table(dim_rows, study.COLUMNS, study.FORMATS)
+    study.plot_dimension_sweep(
         dim_rows, os.path.join(_WORKDIR.value, 'superposition_dim.png'),
         f'random embeddings, n = {n}, D = 4, {_NUM_GRAPHS.value} layered DAGs; dual W = U⁺, '
         'matched W = Uᵀ')
-  edges, root = superposition.example_question(seed, 20, 5)
+  edges, root = reachability.example_question(seed, 20, 5)
   con = superposition.build(20, len(edges), max_thoughts=6)
-  superposition.plot_thoughts(con, edges, root, 6, os.path.join(_WORKDIR.value,
-                                                                'superposition_thoughts.png'),
-                              f'one layered DAG, n = 20, D = 5, {len(edges)} edges, one-hot d = 20')
+  study.plot_thoughts(con, edges, root, 6,
+                      os.path.join(_WORKDIR.value, 'superposition_thoughts.png'),
+                      f'one layered DAG, n = 20, D = 5, {len(edges)} edges, one-hot d = 20')
   print(table)
   results.write_markdown(os.path.join(_WORKDIR.value, 'superposition.md'), table)
   results.write_json(os.path.join(_WORKDIR.value, 'superposition.json'), rows + dim_rows)

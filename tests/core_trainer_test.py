@@ -23,6 +23,7 @@ from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import config as config_lib
 from jaxdyn.core.config import ConfigError
 from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import program
 from jaxdyn.core import sweep
 from jaxdyn.core import task as task_lib
 from jaxdyn.core import trainer
@@ -184,6 +185,28 @@ class ToyTaskTest(parameterized.TestCase):
     for name, values in straight.history.items():   # aligned with 'step', NaN where not logged
       self.assertEqual(values.shape, (7,) if name == 'step' else (7, 2), name)
       np.testing.assert_array_equal(resumed.history[name], values, err_msg=name)
+
+  def test_a_reloaded_run_compiles_no_init(self):
+    lowered = []
+
+    def listen(event, seconds, fun_name='', **kwargs):
+      del seconds, kwargs
+      if event == '/jax/core/compile/jaxpr_to_mlir_module_duration':   # also on a cache hit
+        lowered.append(fun_name)
+    workdir = self.create_tempdir().full_path
+    first = trainer.train(regression_task(), toy_schedule(steps=10), workdir, tensorboard=False)
+    jax.clear_caches()   # what this process compiled before hides nothing
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+      again = trainer.train(regression_task(), toy_schedule(steps=10), workdir, tensorboard=False)
+      finished, lowered[:] = list(lowered), []
+      trainer.train(regression_task(), toy_schedule(steps=20), workdir, tensorboard=False)
+    finally:
+      jax.monitoring.unregister_event_duration_listener(listen)
+    self.assertEqual(finished, [])   # restored, and nothing left to run
+    np.testing.assert_array_equal(again.params['w'], first.params['w'])
+    self.assertIn('jit(chunk)', lowered)
+    self.assertNotIn('jit(init_state)', lowered)
 
   def test_parameter_count_is_logged_and_the_profile_window_traced(self):
     workdir = self.create_tempdir().full_path
@@ -382,7 +405,7 @@ class DispatchCapTest(absltest.TestCase):
   def test_a_remainder_runs_as_single_blocks_rather_than_a_new_compile(self):
     s = task_lib.Schedule(steps=100, eval_every=5, checkpoint_every=100, steps_per_dispatch=100,
                           max_dispatch_seconds=1.0)
-    dispatcher = trainer._Dispatcher(None, s)   # pylint: disable=protected-access
+    dispatcher = program.Dispatcher(None, s)
     dispatcher.compiled = {(1, 5): None}         # the measuring chunk, 0 -> 5
     dispatcher.max_evaluations = 4               # measured: 4 blocks a dispatch
     step, chunks = 5, []

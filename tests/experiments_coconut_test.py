@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 
 from jaxdyn.experiments import coconut
-from jaxdyn.models import coconut as model_lib
+from jaxdyn.experiments.coconut import model as model_lib
 import refusals
 
 
 class TinyRunTest(absltest.TestCase):
   """One :tiny run (every method × 1 seed, 4 steps, one per curriculum stage) shared by the
   assertions below. The maths of each method's layout, thoughts and generation is checked on the
-  model functions in tests/models_coconut_test.py; this run checks that the trainer, the vmapped
-  methods, the evaluation and the report fit together."""
+  model functions in tests/experiments_coconut_model_test.py; this run checks that the trainer, the
+  vmapped methods, the evaluation and the report fit together."""
 
   @classmethod
   def setUpClass(cls):
@@ -34,7 +34,7 @@ class TinyRunTest(absltest.TestCase):
       cls.summary = json.load(f)
 
   def test_every_method_trains_through_the_stages(self):
-    self.assertEqual(self.names, list(model_lib.METHODS))
+    self.assertEqual(self.names, list(coconut.METHODS))
     loss = self.result.history['train/loss']
     self.assertTrue(np.all(np.isfinite(loss[1:])))   # step 0 has only the initial evaluation
     # 8 questions / batch 8 = 1 step per epoch, 1 epoch per stage: steps 0-3 are stages 0, 1, 2, 3
@@ -110,7 +110,7 @@ class BatchTest(absltest.TestCase):
   def test_stage_in_the_batches(self):
     config = coconut.get_config('tiny')
     task = coconut.build_task(config)
-    data = {**task.shared_data, 'method': jnp.int32(model_lib.METHODS.index('coconut'))}
+    data = {**task.shared_data, 'method': jnp.int32(coconut.METHODS.index('coconut'))}
     key = jax.random.key(0)
     first, _, _ = coconut.sizes(config)
     m = coconut.max_latents(config)
@@ -122,7 +122,7 @@ class BatchTest(absltest.TestCase):
       np.testing.assert_array_equal(latents, min(want_stage, 2))
     # CoT keeps its chain at every step: more targets than No-CoT's answer-only 3 per question.
     for method, at_least, at_most in (('cot', 4, 3 * config.data.max_steps + 3), ('no_cot', 3, 3)):
-      data['method'] = jnp.int32(model_lib.METHODS.index(method))
+      data['method'] = jnp.int32(coconut.METHODS.index(method))
       seq, _ = get_batch(data, 2, key)
       targets = np.asarray(seq.loss_BxT).sum(1)
       self.assertTrue(np.all(targets >= at_least) and np.all(targets <= at_most))
@@ -133,7 +133,7 @@ class BatchTest(absltest.TestCase):
     config = coconut.get_config('tiny')
     config.curriculum.update(stage0_epochs=3, reset_optimizer='stage')
     task = coconut.build_task(config)
-    data = {**task.shared_data, 'method': jnp.int32(model_lib.METHODS.index('coconut'))}
+    data = {**task.shared_data, 'method': jnp.int32(coconut.METHODS.index('coconut'))}
     stage = jax.jit(lambda step: task.get_batch(data, step, jax.random.key(0))[1])
     self.assertEqual([int(stage(s)) for s in range(6)], [0, 0, 0, 1, 2, 3])
     tx = coconut.make_optimizer(config)
@@ -247,7 +247,7 @@ class PaperPipelineTest(absltest.TestCase):
     first, _, _ = coconut.sizes(c)
 
     def loss_fn(p, rows):   # the layout built in the same program (as get_batch does), not eagerly
-      seq = coconut.make_sequence(c, rows, model_lib.METHODS.index('coconut'), 1)
+      seq = coconut.make_sequence(c, rows, coconut.METHODS.index('coconut'), 1)
       return model_lib.sequence_loss(cfg, p, seq, first, coconut.max_latents(c))[0]
 
     loss, grads = jax.jit(jax.value_and_grad(loss_fn))(params, rows)
@@ -318,7 +318,7 @@ class ConfigTest(parameterized.TestCase):
     config.curriculum.update(step_tokens='node', stage_mix=0.5)
     config.data.update(num_train=64, batch_size=64)
     task = coconut.build_task(config)
-    data = {**task.shared_data, 'method': jnp.int32(model_lib.METHODS.index('coconut'))}
+    data = {**task.shared_data, 'method': jnp.int32(coconut.METHODS.index('coconut'))}
     first, _, _ = coconut.sizes(config)
     m = coconut.max_latents(config)
     seq, stage = jax.jit(task.get_batch)(data, 3, jax.random.key(0))

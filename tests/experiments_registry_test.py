@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_LAUNCH = {'launch/train.py', 'launch/figure_gallery.py', 'launch/memory_report.py',
                  'launch/runbook.py'}
 SHARED_BENCHMARKS = {'benchmarks/__init__.py', 'benchmarks/lib.py', 'benchmarks/torch_steps.py',
-                     'benchmarks/mfu.py'}
+                     'benchmarks/mfu.py', 'benchmarks/config_walk.py'}
 SHARED_STUDIES = {'jaxdyn/studies/__init__.py', 'jaxdyn/studies/memory_policies.py',
                   'jaxdyn/studies/runbook.py'}
 

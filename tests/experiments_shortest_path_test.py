@@ -11,6 +11,7 @@ import numpy as np
 
 from jaxdyn.data import graphs
 from jaxdyn.experiments import shortest_path
+from jaxdyn.experiments.shortest_path import spectral
 import refusals
 
 
@@ -59,7 +60,7 @@ class TinyRunTest(absltest.TestCase):
       self.assertGreaterEqual(summary['by_size_mean_sem']['valid'][s][0], mean)
       self.assertGreaterEqual(summary['sln_commute']['valid'][s], summary['sln_commute']['optimal'][s])
     # The trained params from the checkpoint give the report's trained-embedding statistics.
-    member0 = shortest_path._member(self.result.params, 0)
+    member0 = shortest_path.member_params(self.result.params, 0)
     direct = shortest_path.embedding_analysis(self.config, member0, seed=0)
     for key, value in direct.items():
       self.assertAlmostEqual(summary['edge_embedding_trained'][0][key], value, places=5)
@@ -83,16 +84,15 @@ class ScheduleTest(absltest.TestCase):
 class SlnOnHeldoutTest(absltest.TestCase):
 
   def test_sln_rows_agree_with_the_checker(self):
-    from jaxdyn.analysis import spectral_paths
     data = graphs.path_dataset(3, 150, (5, 7), heldout=True, max_edges=12)
-    out = spectral_paths.sln_on_graphs(data['adj'], data['num_nodes'], data['source'],
-                                       data['target'])
+    out = spectral.sln_on_graphs(data['adj'], data['num_nodes'], data['source'],
+                                 data['target'])
     self.assertTrue(np.all(out['optimal'] <= out['valid']))
     self.assertGreater(np.mean(out['optimal']), 0.8)
     # Padded graphs of 5 nodes in a 7-node batch give the same answers as the unpadded batch.
     small = np.flatnonzero(data['num_nodes'] == 5)
-    alone = spectral_paths.sln_on_graphs(data['adj'][small, :5, :5], data['num_nodes'][small],
-                                         data['source'][small], data['target'][small])
+    alone = spectral.sln_on_graphs(data['adj'][small, :5, :5], data['num_nodes'][small],
+                                   data['source'][small], data['target'][small])
     np.testing.assert_array_equal(alone['optimal'], out['optimal'][small])
 
 

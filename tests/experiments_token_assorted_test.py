@@ -147,7 +147,7 @@ class BadConfigTest(parameterized.TestCase):
 @pytest.mark.slow
 def test_long_variant_shows_the_claims(request, tmp_path):
   """The `long` variant (about 1.5 hours on a shared 2-core machine) meets every target of
-  `analysis.token_assorted.TARGETS`: latent traces ≥ 20% shorter than CoT and within 3 points of it
+  `token_assorted.TARGETS`: latent traces ≥ 20% shorter than CoT and within 3 points of it
   (every seed ≥ 0.95 on 1000 held-out questions), ≥ 90% of emitted codes decoding to the right
   chunk, no CoT ≤ 0.40, and under an 8-token budget latent ≥ 30 points ahead of truncated CoT.
   TOKEN_ASSORTED_LONG_WORKDIR reuses (or resumes) a run of the launch command."""

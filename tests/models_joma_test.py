@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from jax.test_util import check_grads
 import numpy as np
 
+from jaxdyn.experiments import joma_hierarchical
 from jaxdyn.models import joma as model_lib
 from jaxdyn.models import transformer
 
@@ -56,9 +57,10 @@ class LinearCaseTest(absltest.TestCase):
 class HierarchicalModelTest(absltest.TestCase):
 
   def decoder_params(self, d_model=64, mlp_dim=400):
-    config = model_lib.hierarchical_decoder_config(vocab_size=100, d_model=d_model,
-                                                   mlp_dim=mlp_dim, max_len=30)
-    return jax.jit(transformer.Decoder(config).init)(jax.random.key(0), jnp.zeros((1, 30), jnp.int32))
+    config = joma_hierarchical.get_config()   # vocabulary 100, sequences of 30
+    config.model.update(d_model=d_model, mlp_dim=mlp_dim, reference_arch=False)
+    decoder = transformer.Decoder(joma_hierarchical.decoder_config(config))
+    return jax.jit(decoder.init)(jax.random.key(0), jnp.zeros((1, 30), jnp.int32))
 
   def test_torch_like_init_scales(self):
     params = jax.jit(model_lib.torch_like_init)(jax.random.key(1), self.decoder_params())['params']

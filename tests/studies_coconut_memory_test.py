@@ -8,7 +8,6 @@ import jax
 import numpy as np
 
 from jaxdyn.experiments import coconut
-from jaxdyn.models import coconut as model_lib
 from jaxdyn.studies import coconut_memory
 
 
@@ -19,8 +18,9 @@ class CompileRowTest(absltest.TestCase):
     config.methods = ('coconut',)
     row = coconut_memory.compile_row(config, num_train=8)
     # The params' bytes from their shapes (eval_shape: the same leaves, no eager init's op compiles).
-    params = jax.eval_shape(functools.partial(model_lib.init_params, coconut.decoder_config(config)),
-                            jax.random.key(0))
+    params = jax.eval_shape(
+        functools.partial(coconut.model.init_params, coconut.decoder_config(config)),
+        jax.random.key(0))
     size = sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree.leaves(params))
     self.assertEqual(row.devices, 1)
     self.assertGreaterEqual(row.argument_gib * 2 ** 30, 3 * size)

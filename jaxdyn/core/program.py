@@ -9,7 +9,9 @@ runs, and where the arrays live.
     evaluation, nested in a scan over evaluations, so one dispatch runs many steps;
   * `Placement`: the mesh and the shardings of the data, hyperparameters and state, built once per run;
   * `with_fed_batches`: a `Task.feed`'s batches of a dispatch, put beside the shared data;
-  * `compile_chunk`: the chunk compiled from abstract arrays only (memory analysis without a run).
+  * `compile_chunk`: the chunk compiled from abstract arrays only (memory analysis without a run);
+  * `Dispatcher`: the loop's dispatches of the chunk, each shape compiled once and timed, sized under
+    a cap in seconds, profiled in a window of steps.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from absl import logging
+from jax.experimental import multihost_utils
 
+from jaxdyn.core import compilation
 from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import task as task_lib
@@ -76,7 +82,7 @@ class Placement:
     """(data, shared data, hparams) of `task` on the devices."""
     data = jax.device_put(task.data, self.sweep)
     shared = jax.device_put(task.shared_data, self.replicated)
-    hparams = jax.device_put({k: jnp.asarray(v) for k, v in task.hparams.items()}, self.sweep)
+    hparams = jax.device_put({k: np.asarray(v) for k, v in task.hparams.items()}, self.sweep)
     return data, shared, hparams
 
 
@@ -146,6 +152,20 @@ def init_state(task: Task) -> dict:
     return {'params': params, 'opt_state': opt_state,
             'key': jax.random.key_data(jax.random.fold_in(key, 1))}
   return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
+
+
+def abstract_state(task: Task, placement: Placement) -> dict:
+  """The train state's shapes and dtypes in `placement.state`'s layout, computed from shapes only:
+  the target of a restore, and the state a compile without arrays reads."""
+  return _with_shardings(jax.eval_shape(functools.partial(init_state, task)), placement.state)
+
+
+def _with_shardings(tree, sharding):
+  """Abstract arrays of `tree` with `sharding`, a prefix of `tree` (one sharding per subtree)."""
+  def leaves(s, subtree):
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x),
+                                                       sharding=s), subtree)
+  return jax.tree.map(leaves, sharding, tree, is_leaf=lambda x: isinstance(x, jax.sharding.Sharding))
 
 
 def param_count(task: Task) -> int:
@@ -339,20 +359,102 @@ def compile_chunk(task: Task, mesh, *, microbatches: int = 1, shard_params: bool
   abstract arrays only (nothing is allocated): `compiled.memory_analysis()` is what one device of
   `mesh` needs (launch/memory_report.py)."""
   placement = Placement.create(task, mesh, shard_params)
-
-  def abstract(tree, sharding):   # `sharding`: a prefix of `tree`
-    def leaves(s, subtree):
-      return jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x),
-                                                         sharding=s), subtree)
-    return jax.tree.map(leaves, sharding, tree,
-                        is_leaf=lambda x: isinstance(x, jax.sharding.Sharding))
-  state = abstract(jax.eval_shape(functools.partial(init_state, task)), placement.state)
-  data = abstract(task.data, placement.sweep)
-  shared = _abstract_fed(task, abstract(task.shared_data, placement.replicated), n_outer * n_inner,
-                        placement)
+  state = abstract_state(task, placement)
+  data = _with_shardings(task.data, placement.sweep)
+  shared = _abstract_fed(task, _with_shardings(task.shared_data, placement.replicated),
+                         n_outer * n_inner, placement)
   hparams = {k: jax.ShapeDtypeStruct(np.shape(v), np.asarray(v).dtype, sharding=placement.sweep)
              for k, v in task.hparams.items()}
   chunk = build_chunk_fn(task, placement, microbatches=microbatches)
   start = time.perf_counter()
   compiled = chunk.lower(state, data, shared, hparams, n_outer=n_outer, n_inner=n_inner).compile()
   return compiled, time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------- dispatches
+
+
+class Dispatcher:
+  """Runs the dispatches of a run (`run`: one call of the chunk program), as the loop asks:
+
+  * each chunk shape is compiled ahead of time, once, its compile time logged and kept in `records`
+    (for `<workdir>/compile.json`, `core.compilation`);
+  * dispatches are sized under `schedule.max_dispatch_seconds`: the launch's first dispatch runs one
+    evaluation block and is timed (compile excluded); `Schedule.evaluations_per_dispatch` then fixes
+    the blocks per dispatch for the rest of the launch (on a multi-process run process 0's choice is
+    broadcast, so that every process dispatches the same programs). Chunk shapes: the measured one
+    (one block) and the capped one; a remainder up to a boundary runs as single blocks rather than
+    compiling a shape of its own. (The records and the params do not depend on how the steps are cut
+    into dispatches: `DispatchCapTest`.)
+  * the dispatches that meet `schedule.profile_steps` are traced by `jax.profiler` into
+    `profile_dir` (TensorBoard's profile plugin or Perfetto read it); `close` ends a trace still open.
+  """
+
+  def __init__(self, chunk_fn, schedule: task_lib.Schedule, profile_dir: str | None = None):
+    self.chunk_fn, self.schedule, self.profile_dir = chunk_fn, schedule, profile_dir
+    self.compiled: dict[tuple[int, int], Any] = {}
+    self.records: list[dict] = []
+    self.measuring = schedule.max_dispatch_seconds > 0
+    self.max_evaluations: int | None = 1 if self.measuring else None
+    self.tracing = False
+
+  def next_chunk(self, step: int) -> tuple[int, int]:
+    """(evaluation blocks, steps per block) of the dispatch starting at `step`."""
+    n_outer, n_inner = self.schedule.next_chunk(step, self.max_evaluations)
+    if (self.max_evaluations and n_outer not in (1, self.max_evaluations)
+        and (n_outer, n_inner) not in self.compiled and (1, n_inner) in self.compiled):
+      return 1, n_inner   # a remainder (up to the next boundary) in single blocks: no new compile
+    return n_outer, n_inner
+
+  def run(self, step: int, n_outer: int, n_inner: int, state, *args):
+    """The dispatch of `n_outer` x `n_inner` steps from `step`: (state, outputs), not waited for
+    (except the measuring dispatch and the end of a profile window)."""
+    stop = step + n_outer * n_inner
+    if self.profile_dir and not self.tracing and self.schedule.profiles(step, stop):
+      logging.info('profiling steps %d to %d into %s', *self.schedule.profile_steps,
+                   self.profile_dir)
+      jax.profiler.start_trace(self.profile_dir)
+      self.tracing = True
+    key = (n_outer, n_inner)
+    if key not in self.compiled:
+      self.compiled[key], record = compilation.compile_timed(
+          self.chunk_fn, state, *args, n_outer=n_outer, n_inner=n_inner)
+      record = {'program': 'chunk', 'n_outer': n_outer, 'n_inner': n_inner, **record}
+      self.records.append(record)
+      logging.info('compiled the chunk of %d x %d steps in %.2f s (lowering %.2f s%s)', n_outer,
+                   n_inner, record['compile_s'], record['lower_s'],
+                   ', from the persistent cache' if record['cache_hits'] else '')
+    t_call = time.perf_counter()
+    out = self.compiled[key](state, *args)
+    if self.measuring:   # the launch's first dispatch, timed to size the others
+      jax.block_until_ready(out)
+      self._measured(time.perf_counter() - t_call, n_outer, n_inner)
+    if self.tracing and (stop >= self.schedule.profile_steps[1] or stop >= self.schedule.steps):
+      self.close(out)
+    return out
+
+  def _measured(self, seconds: float, n_outer: int, n_inner: int) -> None:
+    """Fixes the blocks per dispatch from the measuring dispatch's `seconds`."""
+    block = seconds / n_outer * self.schedule.eval_every / n_inner
+    evaluations = self.schedule.evaluations_per_dispatch(block)
+    if jax.process_count() > 1:
+      evaluations = int(multihost_utils.broadcast_one_to_all(np.int32(evaluations or 0))) or None
+    self.measuring, self.max_evaluations = False, evaluations
+    steps = (evaluations * self.schedule.eval_every if evaluations
+             else self.schedule.steps_per_dispatch)
+    logging.info('one evaluation block (%d steps and an evaluation) took %.3g s; dispatches of up '
+                 'to %d steps (train.max_dispatch_seconds=%g)', self.schedule.eval_every, block,
+                 steps, self.schedule.max_dispatch_seconds)
+    if block > self.schedule.max_dispatch_seconds:
+      logging.warning('one evaluation block takes %.3g s, more than train.max_dispatch_seconds=%g: '
+                      'dispatches (and the wait for a stop) are one block long', block,
+                      self.schedule.max_dispatch_seconds)
+    self.records.append({'program': 'dispatch sizing', 'block_s': round(block, 6),
+                         'max_evaluations': evaluations or 0})
+
+  def close(self, outputs=None) -> None:
+    """Ends the profile trace, if one is open, once `outputs` are computed."""
+    if self.tracing:
+      jax.block_until_ready(outputs)
+      jax.profiler.stop_trace()
+      self.tracing = False

@@ -1,23 +1,32 @@
-"""What a resumed run may change, and the history it starts from.
+"""Where a run starts: restored from its workdir's latest checkpoint, or initialised.
 
-Restarting in a workdir that holds checkpoints resumes the run saved there. Before any array is read,
-`check_same_run` refuses a config that changes a result-changing field (each named with its saved and
-asked values): only `RESUMABLE_CHANGES` may differ, and a field in `FIELDS_ADDED_SINCE` that the saved
-config lacks resumes when it is asked at the value that reproduces what the saved run did.
-`feed_position` is where a streamed corpus (`Task.feed`) stood at the checkpoint.
-`check_not_past_the_end` refuses fewer steps than the run has reached. `history_prefix` reads the
+`restore_or_init` decides it, in one place. Restarting in a workdir that holds checkpoints resumes
+the run saved there. Before any array is read, `check_same_run` refuses a config that changes a
+result-changing field (each named with its saved and asked values): only `RESUMABLE_CHANGES` may
+differ, and a field in `FIELDS_ADDED_SINCE` that the saved config lacks resumes when it is asked at
+the value that reproduces what the saved run did; `check_not_past_the_end` refuses fewer steps than
+the run has reached. `feed_position` is where a streamed corpus (`Task.feed`) stood at the
+checkpoint (`with_feed_position` adds it to what a checkpoint saves). `history_prefix` reads the
 records of the steps already run back from `<workdir>/metrics.jsonl` (`core.metrics`), so that the
 resumed run returns the whole history.
 """
 
 from __future__ import annotations
 
+import functools
+from typing import Any, NamedTuple
+
 import jax
 import numpy as np
+from absl import logging
+from jax.experimental import multihost_utils
 
+from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import metrics as metrics_lib
+from jaxdyn.core import paths
+from jaxdyn.core import program
 from jaxdyn.core.config import ConfigError, differing_fields
-from jaxdyn.core.task import Schedule
+from jaxdyn.core.task import Schedule, Task
 
 # Fields that may change between a run and its resumption (they change no result).
 RESUMABLE_CHANGES = ('train.steps', 'train.progress_every_secs', 'train.steps_per_dispatch',
@@ -83,7 +92,7 @@ def check_not_past_the_end(step: int, schedule: Schedule, workdir: str) -> None:
   if step > schedule.steps:
     raise ConfigError(f'config field \'train.steps\' = {schedule.steps} is below step {step}, which '
                       f'the run in workdir {workdir} has already reached; use train.steps >= {step} '
-                      f'to continue it (or read its results with core.results / '
+                      f'to continue it (or read its results with jaxdyn.report.results / '
                       f'core.checkpoint.load_params), or a new workdir')
 
 
@@ -104,3 +113,67 @@ def history_prefix(workdir: str, num_members: int,
   records = {k: {i: np.asarray(by_step[s].get(k, [np.nan] * num_members))
                  for i, s in enumerate(steps)} for k in names}
   return [int(s) for s in steps], records
+
+
+class Start(NamedTuple):
+  """Where a run starts: the step, the train state and, for a resumed run on process 0 (which keeps
+  the records), the history of the steps already run (`history_prefix`; None otherwise)."""
+  step: int
+  state: Any
+  resumed: bool
+  history: tuple[list[int], dict[str, dict[int, np.ndarray]]] | None = None
+
+
+def restore_or_init(task: Task, placement: program.Placement, checkpointer: ckpt_lib.Checkpointer,
+                    schedule: Schedule, config_json: dict | None, workdir: str) -> Start:
+  """The run's start. With a readable checkpoint in the workdir: checks that this run may resume it
+  (`check_same_run`, `check_not_past_the_end`, compared from the checkpoint's meta before any array
+  is read, so that a changed shape is refused by its field name), restores the state into the
+  placement's layout, the stream position of `task.feed`, and cuts the records back to the
+  checkpoint. Without one: the initial state (`program.init_state`), the stream from its start and
+  the records of an earlier run that saved no checkpoint cleared. Only this branch compiles the
+  init, so a finished run that is reloaded compiles nothing here."""
+  primary = jax.process_index() == 0
+  if primary:
+    removed = paths.remove_temporaries(workdir)
+    if removed:
+      logging.warning('%s: removed %s left by a rewrite that was killed (the files they were to '
+                      'replace are intact)', workdir, ', '.join(removed))
+  saved = checkpointer.latest_meta()
+  if saved is not None:
+    check_same_run(saved[1], config_json, workdir)
+    check_not_past_the_end(saved[0], schedule, workdir)
+  restored = checkpointer.restore_latest(program.abstract_state(task, placement))
+  if restored is None:
+    if task.feed is not None:
+      task.feed.restore(None)
+    if primary:
+      metrics_lib.start_fresh(workdir)
+    init = jax.jit(functools.partial(program.init_state, task), out_shardings=placement.state)
+    return Start(0, init(), resumed=False)
+  step, state, meta = restored
+  if saved is None or step != saved[0]:   # fell back past the checkpoint checked above
+    check_same_run(meta, config_json, workdir)
+    check_not_past_the_end(step, schedule, workdir)
+  if task.feed is not None:   # the stream continues where the checkpoint left it
+    task.feed.restore(feed_position(meta, step, workdir))
+  logging.info('resuming from %s at step %d', checkpointer.path(step), step)
+  if not primary:   # the records are process 0's (the others keep the steps they run)
+    return Start(step, state, resumed=True)
+  num_members = task.num_members
+  metrics_lib.check_records_at(workdir, step, num_members)   # before anything changes
+  metrics_lib.truncate_after(workdir, step)
+  return Start(step, state, resumed=True, history=history_prefix(workdir, num_members, step))
+
+
+def with_feed_position(meta: dict, task: Task) -> dict:
+  """What a checkpoint saves as its meta: `meta`, with every process's stream position
+  (`Task.feed`, one row per process) where there is a feed."""
+  if task.feed is None:
+    return meta
+  position = np.asarray(task.feed.position(), np.int64)
+  if jax.process_count() > 1:
+    position = np.asarray(multihost_utils.process_allgather(position))
+  else:
+    position = position[None]
+  return {**meta, FEED_POSITION: position.tolist()}

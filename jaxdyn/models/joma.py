@@ -11,10 +11,10 @@ f_k = U_C b_k + u_q (residual), logits W^T f_k (W is d × K), cross-entropy agai
 Linear case (linear activation, exp attention): one hidden node h = Σ_m v_m x_m e^{z_m} trained on
 L = −g h with a fixed back-propagated gradient g (JoMA's Assumption 1).
 
-Hierarchical model (Sec. 6, Table 1): the shared `transformer.Decoder` set up as the reference's
-`decoder_only_hier.py::Model` (3 blocks of 1-head causal softmax attention, post LayerNorm, ReLU FFN,
-no positions), the class read out at the last position from the first C logits of the head, and the
-reference's PyTorch init scales and missing parts (attention output projection, q/k/v biases).
+Hierarchical model (Sec. 6, Table 1): on the shared `transformer.Decoder` set up as the reference's
+`decoder_only_hier.py::Model` (`jaxdyn.experiments.joma_hierarchical.task.decoder_config`), the class
+read out at the last position from the first C logits of the head, and the reference's PyTorch init
+scales and missing parts (attention output projection, q/k/v biases).
 
 Shapes: M contextual tokens, K classes, d the embedding width (`w_DxK`), B batch, T positions,
 V vocabulary, C classes of the tree.
@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxdyn.models import choices
 from jaxdyn.models import transformer
 
 KINDS = ('linear', 'exponential', 'softmax')
@@ -73,21 +74,7 @@ def linear_case_training(x_M: jax.Array, g: float, lr: float, steps: int) -> dic
 
 # The hierarchical model (Table 1).
 
-NUM_LAYERS = 3
-INITS = ('torch', 'flax')
-
-
-def hierarchical_decoder_config(*, vocab_size: int, d_model: int, mlp_dim: int, max_len: int,
-                                reference_arch: bool = False) -> transformer.DecoderConfig:
-  """The reference's 3-block decoder: 1 head, causal softmax attention, residual, post LayerNorm,
-  ReLU FFN of width `mlp_dim` (the reference: 4·M = 400), no positions, biases. With
-  `reference_arch` (the attention output projection frozen at I, `reference_arch_init`) the
-  projection's product is skipped (`DecoderConfig.identity_out`: exact, x·I = x)."""
-  return transformer.DecoderConfig(
-      vocab_size=vocab_size, num_layers=NUM_LAYERS, d_model=d_model, num_heads=1, mlp='relu',
-      mlp_dim=mlp_dim, norm='layernorm', norm_placement='post', residual=True,
-      positions='none', max_len=max_len, causal=True, attention='softmax', use_bias=True,
-      identity_out=reference_arch)
+INITS = choices.JOMA_INITS   # the init scales: 'torch' (the reference's) | 'flax'
 
 
 def class_logits(logits_BxTxV: jax.Array, num_classes: int) -> jax.Array:

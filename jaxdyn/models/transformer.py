@@ -31,12 +31,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
-ATTENTION_KINDS = ('softmax', 'linear', 'exponential', 'sink', 'softmax_plus_one')
-MLP_KINDS = ('relu', 'gelu', 'gelu_exact', 'swiglu', 'none')
-NORM_KINDS = ('layernorm', 'rmsnorm', 'none')
-NORM_PLACEMENTS = ('pre', 'post')
-POSITION_KINDS = ('none', 'learned', 'rope')
-ATTENTION_IMPLS = ('einsum', 'xla', 'cudnn')
+# The choices of `DecoderConfig`'s fields, defined without jax for the configs that name them.
+from jaxdyn.models.choices import (ATTENTION_IMPLS, ATTENTION_KINDS, MLP_KINDS,  # noqa: F401
+                                   NORM_KINDS, NORM_PLACEMENTS, POSITION_KINDS)
 
 
 def _check_choice(field_name, value, choices):
