@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxdyn.core import config as config_lib
 from jaxdyn.experiments import coconut
 from jaxdyn.experiments.coconut import model as model_lib
 import refusals
@@ -269,8 +270,11 @@ class PaperPipelineTest(absltest.TestCase):
   def test_missing_checkpoint_is_one_line_naming_the_download(self):
     c = self.config(os.path.join(self.dir, 'no_such', 'gpt2'))
     with self.assertRaisesRegex(FileNotFoundError,
-                                r'^[^\n]*huggingface-cli download openai-community/gpt2[^\n]*$'):
+                                r'^[^\n]*huggingface-cli download openai-community/gpt2[^\n]*$') as e:
       coconut.EXPERIMENT.build_task(c)
+    # a ConfigError too, naming the field: the launcher's one `error:` line, not a traceback
+    self.assertIsInstance(e.exception, config_lib.ConfigError)
+    self.assertIn('model.pretrained', str(e.exception))
 
 
 class ConfigTest(parameterized.TestCase):

@@ -22,6 +22,11 @@ class ConfigError(ValueError):
   """A config field is unknown, of the wrong type, or out of range."""
 
 
+class MissingFileError(ConfigError, FileNotFoundError):
+  """A file a config field points to (weights, a tokenizer) is not on disk: the launcher's one
+  `error:` line, and still a FileNotFoundError for code that catches that."""
+
+
 def _is_group(x: Any) -> bool:
   return isinstance(x, (ml_collections.ConfigDict, dict))
 

@@ -38,6 +38,7 @@ import re
 
 import numpy as np
 
+from jaxdyn.core import config as config_lib
 from jaxdyn.data import prosqa
 
 ENTITY_NAMES = ('Tom', 'Alex', 'Sam', 'Max', 'Rex', 'Jack', 'Wren', 'Fae', 'Sally', 'Polly',
@@ -49,11 +50,12 @@ DOWNLOAD_HINT = ('huggingface-cli download openai-community/gpt2 config.json mod
                  'tokenizer.json --local-dir {dir}')
 
 
-def missing(what: str, path: str, directory: str) -> FileNotFoundError:
-  """The one-line error for weights or a tokenizer that are not on disk."""
-  return FileNotFoundError(f'{what} not found at {path!r}: download it with `'
-                           f'{DOWNLOAD_HINT.format(dir=directory)}` (about 550 MB, once) or set '
-                           'the config field to a directory that holds it')
+def missing(what: str, path: str, directory: str) -> config_lib.MissingFileError:
+  """The one-line error for weights or a tokenizer that are not on disk (a ConfigError, so that
+  the launcher refuses in one line, and a FileNotFoundError)."""
+  return config_lib.MissingFileError(
+      f'{what} not found at {path!r}: download it with `{DOWNLOAD_HINT.format(dir=directory)}` '
+      '(about 550 MB, once) or set the config field to a directory that holds it')
 
 
 def tokenizer_file(path: str | os.PathLike) -> pathlib.Path:
