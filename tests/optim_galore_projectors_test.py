@@ -231,7 +231,7 @@ class WarmStartedTransformTest(parameterized.TestCase):
 class AutoSourceTest(absltest.TestCase):
 
   def test_auto_is_the_backends_measured_choice(self):
-    self.assertEqual(galore_projectors.resolve_source('auto', 'cpu'), 'subspace_iteration')
+    self.assertEqual(galore_projectors.resolve_source('auto', 'cpu'), 'gram_eigh')
     self.assertEqual(galore_projectors.resolve_source('auto', 'gpu'), 'subspace_iteration')
     self.assertEqual(galore_projectors.resolve_source('auto', 'tpu'), 'svd')   # not measured
     self.assertEqual(galore_projectors.resolve_source('svd', 'cpu'), 'svd')

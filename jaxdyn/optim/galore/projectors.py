@@ -30,12 +30,13 @@ PROJECTOR_SOURCES = ('auto', 'svd', 'gram_eigh', 'randomized_svd', 'random', 'su
 # refresh, where that basis is still the all-zero initial state, falls back to `exact_svd`.
 WARM_STARTED = ('subspace_iteration',)
 # What 'auto' is on each backend (`jax.default_backend()`), chosen by measurement
-# (docs/experiments/galore_pretrain.md, "The projector refresh"): the warm-started subspace
-# iteration on CPU (the cheapest refresh, and the galore_pretrain:cpu loss no worse than the SVD's
-# over 3 seeds) and on GPU (galore_pretrain:paper's 60M step on an H200: refresh 183 ms against the
-# Gram eigh's 386 and the SVD's 2011, amortised over T = 200 1.022x AdamW against 1.028x and
-# 1.097x); elsewhere (not measured) the exact SVD.
-DEFAULT_SOURCES = {'cpu': 'subspace_iteration', 'gpu': 'subspace_iteration'}
+# (docs/experiments/galore_pretrain.md, "The projector refresh"): on CPU the Gram eigh (exact; its
+# refresh 0.18x the SVD's, against the subspace iteration's 0.50x, in benchmarks.galore part 1, two
+# runs; galore_pretrain:cpu's loss within noise of the SVD's over 3 seeds); on GPU the warm-started
+# subspace iteration (galore_pretrain:paper's 60M step on an H200: refresh 183 ms against the Gram
+# eigh's 386 and the SVD's 2011, amortised over T = 200 1.022x AdamW against 1.028x and 1.097x);
+# elsewhere (not measured) the exact SVD.
+DEFAULT_SOURCES = {'cpu': 'gram_eigh', 'gpu': 'subspace_iteration'}
 
 
 def resolve_source(source: str, backend: str | None = None) -> str:
