@@ -39,6 +39,9 @@ class MethodTableTest(absltest.TestCase):
     table = report.method_table(rows)
     self.assertIn('test acc. at best val (%)', table)
     self.assertIn('| cot |', table)
+    # The paper's statistic: mean ± sd (ddof 1) over seeds, each seed's value.
+    sd = report.sd_table(rows)
+    self.assertIn('| cot | 30.0 ± 14.1 | 20.0, 40.0 | 25.0 ± 21.2 | 77.5 ± 1.9 |', sd)
     path = report.plot_accuracy(rows, [97.0, 77.5], os.path.join(tempfile.mkdtemp(), 'a.png'), 't')
     self.assertGreater(os.path.getsize(path), 0)
 

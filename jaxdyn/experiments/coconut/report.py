@@ -72,6 +72,23 @@ def method_table(rows: Sequence[dict]) -> str:
                'paper # tokens': '.1f'})
 
 
+def sd_table(rows: Sequence[dict]) -> str:
+  """`method_rows` (or summary.json's `rows`) in the paper's statistic: test accuracy (%) and the
+  test accuracy at the best validation as mean ± sd over seeds (ddof 1; Hao et al. 2024, Table 1),
+  each seed's value, beside the paper's mean ± sd."""
+  def mean_sd(values):
+    x = np.asarray(values, np.float64)
+    return f'{x.mean():.1f} ± {np.std(x, ddof=1):.1f}' if len(x) > 1 else f'{x.mean():.1f}'
+  def seeds(values):
+    return ', '.join(f'{v:.1f}' for v in values)
+  return results.markdown_table(rows, {
+      'method': 'method',
+      'test accuracy (%), mean ± sd': lambda r: mean_sd(r['test_accuracy/values']),
+      'per seed': lambda r: seeds(r['test_accuracy/values']),
+      'test acc. at best val (%), mean ± sd': lambda r: mean_sd(r['test_at_best_val/values']),
+      'paper (GPT-2), mean ± sd': 'paper'})
+
+
 def plot_accuracy(rows: Sequence[dict], paper_accuracy: Sequence[float], path: str,
                   title: str = '') -> str:
   """Final test accuracy per method (mean ± sem over seeds) beside the paper's (Table 1)."""
