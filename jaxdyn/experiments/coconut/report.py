@@ -130,16 +130,40 @@ def diagnose(config, params, members, num: int = 300) -> list[dict]:
                             {split: data[split] for split in ('train', 'test')}, num)
 
 
+def plot_run_curves(history: Mapping[str, np.ndarray], members: Sequence[dict], config,
+                    path: str, title: str = '') -> str:
+  """figures/curves.png: train loss, curriculum stage, validation and test accuracy and generated
+  tokens of every member against the step."""
+  return figures.plot_curves(
+      history, members, path=path,
+      panels={'loss': ['train/loss'], 'stage': ['train/stage'],
+              'accuracy': ['eval/val_accuracy', 'eval/test_accuracy'],
+              'generated tokens': ['eval/test_tokens']},
+      title=title or (f'ProsQA-style, {config.model.num_layers}L d={config.model.d_model}; '
+                      f'methods {", ".join(config.methods)}'))
+
+
+def interim_report(workdir: str, config, path: str = '') -> tuple[int, str]:
+  """A finished or interrupted run read from its metrics.jsonl: (the last evaluated step, the method
+  table at that step in the paper's statistic, `sd_table`); with `path`, its curves there."""
+  history, members = results.load_history(workdir)
+  done = ~np.isnan(history['eval/test_accuracy']).any(axis=1)
+  history = {k: np.asarray(v)[done] for k, v in history.items()}
+  if path:   # the legend names the methods
+    named = [{**mb, 'method': name} for mb, name in zip(members, method_names(config, members))]
+    plot_run_curves(history, named, config, path,
+                    f'ProsQA-style, {config.model.num_layers}L d={config.model.d_model}, '
+                    f'{config.data.num_train} questions; to step {int(history["step"][-1])}')
+  rows = method_rows(history, members, method_names(config, members), config.methods,
+                     PAPER_TABLE)
+  return int(history['step'][-1]), sd_table(rows)
+
+
 def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """The figures, table.md and summary.json of one run (module docstring); returns the method rows,
   the table, the diagnosis and the ablation."""
   figdir = os.path.join(result.workdir, 'figures')
-  figures.plot_curves(result.history, result.members, path=os.path.join(figdir, 'curves.png'),
-                      panels={'loss': ['train/loss'], 'stage': ['train/stage'],
-                              'accuracy': ['eval/val_accuracy', 'eval/test_accuracy'],
-                              'generated tokens': ['eval/test_tokens']},
-                      title=f'ProsQA-style, {config.model.num_layers}L d={config.model.d_model}; '
-                            f'methods {", ".join(config.methods)}')
+  plot_run_curves(result.history, result.members, config, os.path.join(figdir, 'curves.png'))
   rows = summary_rows(result, config)
   table = method_table(rows)
   results.write_markdown(os.path.join(result.workdir, 'table.md'), table)
