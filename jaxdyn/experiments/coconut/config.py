@@ -165,8 +165,10 @@ def _cpu(c: ml_collections.ConfigDict) -> None:
   17,886 questions (one seed, 1,500 steps, 2026-11-27) reached test accuracy 0.076, 0.200, 0.418,
   0.460, 0.438, 0.478 after 250-1,500 steps (validation 0.58 at the end, on 100 questions): rising,
   not yet clearly above chance (0.5), and no wider model fitted the time (writing the questions
-  alone takes about 7 CPU-minutes). The epochs fit about 90 minutes of the shared 2-core machine
-  (the pilot's 4000 steps of the same 9 members took about 60)."""
+  alone takes about 5-7 CPU-minutes). The epochs were sized for about 90 minutes of the shared
+  2-core machine by the pilot's time (4000 steps of the same 9 members in about 60 minutes); run at
+  nice 19 beside 5-8 other processes (load 11-14) it made 0.2-0.4 steps/s, about 4 hours in all
+  (docs/experiments/coconut.md)."""
   _pilot(c)
   c.data.update(num_train=17_886, num_val=300, num_test=500)
   c.curriculum.update(epochs_per_stage=1, stage0_epochs=2)
