@@ -7,6 +7,8 @@
                                       ≈ 23-node graphs written as text, 17,886 questions, 50 epochs
   --config=configs/coconut.py:pilot   Zhu et al.'s curriculum on a CPU: 9-12 nodes, answers 3-4 hops,
                                       2 layers d 64, batch 32, 4000 steps; Coconut, CoT, No-CoT × 3 seeds
+  --config=configs/coconut.py:cpu     the pilot with the paper's 17,886 training questions: 2 layers d 64,
+                                      batch 32, 7 epochs (3,906 steps); Coconut, CoT, No-CoT × 3 seeds
   --config=configs/coconut.py:superposition   Zhu et al.'s from-scratch regime for an accelerator:
                                       2 layers d 768, 8 heads, batch 256, lr 1e-4, 300 epochs
 

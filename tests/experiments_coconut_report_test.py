@@ -2,10 +2,12 @@
 the test accuracy at the best validation, the paper's numbers), table.md and the accuracy figure
 on hand-made records. The whole report of a :tiny run is tests/experiments_coconut_test.py's."""
 
+import json
 import os
 import tempfile
 
 from absl.testing import absltest
+import ml_collections
 import numpy as np
 
 from jaxdyn.experiments.coconut import report
@@ -39,7 +41,33 @@ class MethodTableTest(absltest.TestCase):
     table = report.method_table(rows)
     self.assertIn('test acc. at best val (%)', table)
     self.assertIn('| cot |', table)
+    # The paper's statistic: mean ± sd (ddof 1) over seeds, each seed's value.
+    sd = report.sd_table(rows)
+    self.assertIn('| cot | 30.0 ± 14.1 | 20.0, 40.0 | 25.0 ± 21.2 | 77.5 ± 1.9 |', sd)
     path = report.plot_accuracy(rows, [97.0, 77.5], os.path.join(tempfile.mkdtemp(), 'a.png'), 't')
+    self.assertGreater(os.path.getsize(path), 0)
+
+  def test_interim_report_reads_the_last_evaluation(self):
+    # metrics.jsonl of an interrupted run: evaluations at steps 1 and 2, step 3 trained only.
+    workdir = tempfile.mkdtemp()
+    with open(os.path.join(workdir, 'metrics.jsonl'), 'w', encoding='utf-8') as f:
+      for e, step in enumerate(self.HISTORY['step']):
+        for m, member in enumerate(self.MEMBERS):
+          record = {'step': int(step), 'member': m, **member, 'train/loss': 1.0,
+                    'train/stage': 0.0}
+          if step < 3:
+            record.update({k: float(self.HISTORY[k][e, m]) for k in self.HISTORY if k != 'step'})
+          f.write(json.dumps(record) + '\n')
+    config = ml_collections.ConfigDict(dict(methods=('cot', 'coconut'),
+                                            model=dict(num_layers=1, d_model=8),
+                                            data=dict(num_train=16)))
+    path = os.path.join(workdir, 'curves.png')
+    step, table = report.interim_report(workdir, config, path)
+    self.assertEqual(step, 2)
+    # cot (method 0) at step 2: test 40, 50; best validation at steps 2 and 1: test 40, 10.
+    self.assertIn('| cot | 45.0 ± 7.1 | 40.0, 50.0 | 25.0 ± 21.2 | 77.5 ± 1.9 |', table)
+    # coconut: best validation at step 1 for both seeds (test 20, 30); step 3 is never read.
+    self.assertIn('| coconut | 65.0 ± 7.1 | 60.0, 70.0 | 25.0 ± 7.1 | 97.0 ± 0.3 |', table)
     self.assertGreater(os.path.getsize(path), 0)
 
 

@@ -307,12 +307,23 @@ class ConfigTest(parameterized.TestCase):
     self.assertEqual((c.data.batch_size, c.opt.lr, c.data.min_hops, c.data.max_steps),
                      (256, 1e-4, 3, 4))
     self.assertEqual(c.train.steps // coconut.steps_per_epoch(c), 300)
-    for v in ('superposition', 'pilot'):
+    for v in ('superposition', 'pilot', 'cpu'):
       c = coconut.get_config(v)
       self.assertEqual((c.curriculum.step_tokens, c.curriculum.stage_mix, c.curriculum.c_thought,
                         c.curriculum.reset_optimizer), ('node', 0.1, 1, 'never'))
       self.assertEqual(tuple(c.methods), ('coconut', 'cot', 'no_cot'))
       self.assertEqual(c.num_seeds, 3)
+    # :cpu is the pilot with the paper's 17,886 training questions; the config validates and its
+    # schedule reaches the last stage (every node a thought) before the final epoch.
+    c = coconut.get_config('cpu')
+    coconut.check_config(c)
+    pilot = coconut.get_config('pilot')
+    self.assertEqual((c.model.num_layers, c.model.d_model, c.data.batch_size),
+                     (pilot.model.num_layers, pilot.model.d_model, pilot.data.batch_size))
+    self.assertEqual((c.data.num_train, c.data.num_val, c.data.num_test), (17_886, 300, 500))
+    last_stage_epoch = c.curriculum.stage0_epochs + c.curriculum.max_latent_stage * (
+        c.curriculum.epochs_per_stage)
+    self.assertLess(last_stage_epoch, c.train.steps // coconut.steps_per_epoch(c))
     # The defaults keep the earlier curriculum.
     c = coconut.get_config()
     self.assertEqual((c.curriculum.step_tokens, c.curriculum.stage_mix), ('statement', 0.0))

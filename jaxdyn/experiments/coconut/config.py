@@ -152,6 +152,31 @@ def _pilot(c: ml_collections.ConfigDict) -> None:
   c.train.update(steps=4_000, eval_every=500, checkpoint_every=1_000, steps_per_dispatch=500)
 
 
+def _cpu(c: ml_collections.ConfigDict) -> None:
+  """`pilot` with the paper's training-set size: 17,886 training questions (Hao et al. 2024,
+  ProsQA; the count `superposition` uses), 300 validation and 500 test questions, the pilot's
+  graphs (9-12 nodes, answers 3-4 hops away) and model (2 layers, d 64, 4 heads), batch 32 (558
+  steps an epoch); Coconut, CoT and No-CoT x 3 seeds in one program. 7 epochs = 3,906 steps: stage
+  0 (the full path) for 2 epochs, stages 1-4 one epoch each, every node a thought from epoch 6;
+  evaluated every half epoch.
+
+  How it was chosen: the pilot memorised its 4000 questions (train 0.65-0.83, test at chance), so
+  the training set is the paper's. The size is the pilot's: a probe of CoT alone at d 64 on these
+  17,886 questions (one seed, 1,500 steps, 2026-11-27) reached test accuracy 0.076, 0.200, 0.418,
+  0.460, 0.438, 0.478 after 250-1,500 steps (validation 0.58 at the end, on 100 questions): rising,
+  not yet clearly above chance (0.5), and no wider model fitted the time (writing the questions
+  alone takes about 5-7 CPU-minutes). The epochs were sized for about 90 minutes of the shared
+  2-core machine by the pilot's time (4000 steps of the same 9 members in about 60 minutes); run at
+  nice 19 beside 5-8 other processes (load 11-14) it made 0.2-0.4 steps/s, about 4 hours in all
+  (docs/experiments/coconut.md)."""
+  _pilot(c)
+  c.data.update(num_train=17_886, num_val=300, num_test=500)
+  c.curriculum.update(epochs_per_stage=1, stage0_epochs=2)
+  spe = 17_886 // 32
+  c.train.update(steps=7 * spe, eval_every=spe // 2, checkpoint_every=spe,
+                 steps_per_dispatch=spe // 2)
+
+
 def _superposition(c: ml_collections.ConfigDict) -> None:
   """The from-scratch regime of Zhu et al. 2025 ("Reasoning by Superposition", arXiv 2505.12514;
   "Emergence of Superposition", arXiv 2509.23365) for an accelerator: 2 layers, d_model 768, 8 heads,
@@ -181,7 +206,8 @@ def _superposition(c: ml_collections.ConfigDict) -> None:
                  steps_per_dispatch=10 * spe)
 
 
-VARIANTS = {'tiny': _tiny, 'paper': _paper, 'pilot': _pilot, 'superposition': _superposition}
+VARIANTS = {'tiny': _tiny, 'paper': _paper, 'pilot': _pilot, 'cpu': _cpu,
+            'superposition': _superposition}
 
 
 C = config_lib

@@ -72,6 +72,23 @@ def method_table(rows: Sequence[dict]) -> str:
                'paper # tokens': '.1f'})
 
 
+def sd_table(rows: Sequence[dict]) -> str:
+  """`method_rows` (or summary.json's `rows`) in the paper's statistic: test accuracy (%) and the
+  test accuracy at the best validation as mean ± sd over seeds (ddof 1; Hao et al. 2024, Table 1),
+  each seed's value, beside the paper's mean ± sd."""
+  def mean_sd(values):
+    x = np.asarray(values, np.float64)
+    return f'{x.mean():.1f} ± {np.std(x, ddof=1):.1f}' if len(x) > 1 else f'{x.mean():.1f}'
+  def seeds(values):
+    return ', '.join(f'{v:.1f}' for v in values)
+  return results.markdown_table(rows, {
+      'method': 'method',
+      'test accuracy (%), mean ± sd': lambda r: mean_sd(r['test_accuracy/values']),
+      'per seed': lambda r: seeds(r['test_accuracy/values']),
+      'test acc. at best val (%), mean ± sd': lambda r: mean_sd(r['test_at_best_val/values']),
+      'paper (GPT-2), mean ± sd': 'paper'})
+
+
 def plot_accuracy(rows: Sequence[dict], paper_accuracy: Sequence[float], path: str,
                   title: str = '') -> str:
   """Final test accuracy per method (mean ± sem over seeds) beside the paper's (Table 1)."""
@@ -113,16 +130,40 @@ def diagnose(config, params, members, num: int = 300) -> list[dict]:
                             {split: data[split] for split in ('train', 'test')}, num)
 
 
+def plot_run_curves(history: Mapping[str, np.ndarray], members: Sequence[dict], config,
+                    path: str, title: str = '') -> str:
+  """figures/curves.png: train loss, curriculum stage, validation and test accuracy and generated
+  tokens of every member against the step."""
+  return figures.plot_curves(
+      history, members, path=path,
+      panels={'loss': ['train/loss'], 'stage': ['train/stage'],
+              'accuracy': ['eval/val_accuracy', 'eval/test_accuracy'],
+              'generated tokens': ['eval/test_tokens']},
+      title=title or (f'ProsQA-style, {config.model.num_layers}L d={config.model.d_model}; '
+                      f'methods {", ".join(config.methods)}'))
+
+
+def interim_report(workdir: str, config, path: str = '') -> tuple[int, str]:
+  """A finished or interrupted run read from its metrics.jsonl: (the last evaluated step, the method
+  table at that step in the paper's statistic, `sd_table`); with `path`, its curves there."""
+  history, members = results.load_history(workdir)
+  done = ~np.isnan(history['eval/test_accuracy']).any(axis=1)
+  history = {k: np.asarray(v)[done] for k, v in history.items()}
+  if path:   # the legend names the methods
+    named = [{**mb, 'method': name} for mb, name in zip(members, method_names(config, members))]
+    plot_run_curves(history, named, config, path,
+                    f'ProsQA-style, {config.model.num_layers}L d={config.model.d_model}, '
+                    f'{config.data.num_train} questions; to step {int(history["step"][-1])}')
+  rows = method_rows(history, members, method_names(config, members), config.methods,
+                     PAPER_TABLE)
+  return int(history['step'][-1]), sd_table(rows)
+
+
 def write_report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> dict:
   """The figures, table.md and summary.json of one run (module docstring); returns the method rows,
   the table, the diagnosis and the ablation."""
   figdir = os.path.join(result.workdir, 'figures')
-  figures.plot_curves(result.history, result.members, path=os.path.join(figdir, 'curves.png'),
-                      panels={'loss': ['train/loss'], 'stage': ['train/stage'],
-                              'accuracy': ['eval/val_accuracy', 'eval/test_accuracy'],
-                              'generated tokens': ['eval/test_tokens']},
-                      title=f'ProsQA-style, {config.model.num_layers}L d={config.model.d_model}; '
-                            f'methods {", ".join(config.methods)}')
+  plot_run_curves(result.history, result.members, config, os.path.join(figdir, 'curves.png'))
   rows = summary_rows(result, config)
   table = method_table(rows)
   results.write_markdown(os.path.join(result.workdir, 'table.md'), table)
