@@ -9,14 +9,11 @@
                                               × 5 seeds in one program (2 layers × 1 head, no MLP)
   --config.variant=sink_token                 vanilla | zero_sink | sink_token | sink_logit
 
-The variants are defined in the experiment (`jaxdyn.experiments.attention_sinks.VARIANTS`), so that a
-notebook gets the same configs without this file; launch/attention_sinks.py trains all four.
+The variants are defined in the library (`jaxdyn/experiments/attention_sinks/config.py`, which
+imports no jax), so that a notebook gets the same configs without this file;
+launch/attention_sinks.py trains the four sink variants.
 StreamingLLM's own setup, a pretrained Pythia or Llama-2 streamed over a long text, is
 launch/streaming_eval.py on an imported checkpoint (docs/experiments/attention_sinks.md).
 """
 
-from jaxdyn.experiments import attention_sinks
-
-
-def get_config(arg=None):
-  return attention_sinks.get_config(arg)
+from jaxdyn.experiments.attention_sinks.config import get_config  # noqa: F401

@@ -11,7 +11,8 @@ data.tokenizer (default data/t5/spiece.model), both downloaded by the user (a mi
 in a one-line error; docs/experiments/galore_pretrain.md gives the commands, disk, memory and time);
 the other variants read the King James Bible bytes offline. e.g. `--config.method=relora
 --config.sweep.lr='(1e-3,3e-3)'`. The variants are defined in the library
-(`jaxdyn.experiments.galore_pretrain`), so that a notebook gets the same configs.
+(`jaxdyn/experiments/galore_pretrain/config.py`, which imports no jax), so that a notebook gets the
+same configs without this file.
 """
 
-from jaxdyn.experiments.galore_pretrain import get_config  # noqa: F401
+from jaxdyn.experiments.galore_pretrain.config import get_config  # noqa: F401

@@ -14,7 +14,7 @@ from absl import app, flags
 from ml_collections import config_flags
 import numpy as np
 
-from jaxdyn.models import attention_sinks as model_lib
+from jaxdyn.experiments.attention_sinks import model as model_lib
 from jaxdyn.studies import attention_sinks_variants as study
 
 _CONFIG = config_flags.DEFINE_config_file('config', 'configs/attention_sinks.py',

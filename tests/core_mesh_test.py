@@ -49,7 +49,7 @@ import numpy as np
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.experiments import galore_pretrain
 assert jax.device_count() == 8, jax.devices()
-galore_pretrain.analysis.write_curves_figure = lambda *args: None
+galore_pretrain.report.write_curves_figure = lambda *args: None
 mesh = mesh_lib.make_mesh(1, 1, 8)
 out = {'specs': [list(mesh_lib.fsdp_sharding(mesh, shape).spec)
                  for shape in ((1, 256, 64), (1, 12, 2048), (1, 3, 5), (1, 8, 8))]}
@@ -101,7 +101,7 @@ class MultiDeviceTest(absltest.TestCase):
     # eps 1e-2 the update is Lipschitz in the gradient and the programs must agree to float noise.
     # (GaLore is left out: its SVD subspace at rank r turns the same noise into a rotated basis.)
     config.method, config.opt.eps = 'full_adamw', 1e-2
-    with mock.patch.object(galore_pretrain.analysis, 'write_curves_figure', lambda *args: None):
+    with mock.patch.object(galore_pretrain.report, 'write_curves_figure', lambda *args: None):
       single = galore_pretrain.train_and_evaluate(config, self.create_tempdir().full_path)
     flat = jax.tree_util.tree_flatten_with_path(single.params)[0]
     self.assertEqual(set(out['params']), {jax.tree_util.keystr(path) for path, _ in flat})

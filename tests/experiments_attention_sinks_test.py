@@ -8,6 +8,7 @@ import jax
 import numpy as np
 import pytest
 
+from jaxdyn.analysis import attention_sinks as analysis
 from jaxdyn.experiments import attention_sinks as lib
 import refusals
 
@@ -153,6 +154,11 @@ class AttentionSinksExperimentTest(parameterized.TestCase):
                      (12, 768, 12))
     self.assertEqual(lib.eval_names(config)[:4], ['0+1024', '1+1023', '2+1022', '4+1020'])
     lib.check_config(lib.get_config())
+
+  def test_the_default_sink_threshold_is_the_analysis_one(self):
+    # config.py names Gu et al.'s ε without jax; the shared analysis module defines it too
+    self.assertEqual(lib.SINK_THRESHOLD, analysis.SINK_THRESHOLD)
+    self.assertEqual(lib.get_config().analysis.sink_threshold, analysis.SINK_THRESHOLD)
 
 
 @pytest.mark.slow

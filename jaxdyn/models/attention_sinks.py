@@ -1,69 +1,8 @@
-"""The attention-sink variants of the shared decoder, trained from scratch (StreamingLLM, Sec. 3.3).
+"""Moved to `jaxdyn.experiments.attention_sinks.model` (2026-11-27); this alias is kept for one
+release (docs/log.md)."""
 
-  vanilla     softmax attention; no sink other than what the model makes of real tokens
-  zero_sink   softmax + 1 ("SoftMax-Off-by-One", Miller 2023): a_l = e^{z_l} / (1 + Σ_j e^{z_j})
-  sink_token  softmax, and a learnable placeholder token (id SINK_TOKEN) prepended to every training
-              sample and to the start of every evaluated stream (StreamingLLM's "learnable sink")
-  sink_logit  a learned logit per head in the softmax denominator, no value (GPT-OSS)
+import sys
 
-The decoder is LLaMA-style (RoPE, so that a streaming cache can roll positions) over the text's
-vocabulary (bytes by default) plus one extra id, the sink token (= the text vocabulary's size);
-every variant has the same vocabulary, so only `sink_logit` adds parameters (one per head and layer). Training samples are random crops of the text: no fixed first token.
+from jaxdyn.experiments.attention_sinks import model
 
-Shapes: B samples, T tokens, V vocabulary.
-"""
-
-from __future__ import annotations
-
-import jax
-import jax.numpy as jnp
-
-from jaxdyn.data import text
-from jaxdyn.models import transformer
-
-VARIANTS = ('vanilla', 'zero_sink', 'sink_token', 'sink_logit')
-ATTENTION = {'vanilla': 'softmax', 'zero_sink': 'softmax_plus_one', 'sink_token': 'softmax',
-             'sink_logit': 'sink'}
-SINK_TOKEN = text.BYTE_VOCAB_SIZE   # the sink token's id over bytes: the one id past them
-VOCAB_SIZE = text.BYTE_VOCAB_SIZE + 1
-
-
-def decoder_config(variant: str, num_layers: int, d_model: int, num_heads: int, max_len: int,
-                   multiple_of: int = 32, text_vocab_size: int = text.BYTE_VOCAB_SIZE,
-                   mlp: str = 'swiglu') -> transformer.DecoderConfig:
-  """LLaMA-style decoder (RMSNorm, SwiGLU, RoPE) with the variant's attention kind, over the text
-  vocabulary plus the sink token (id `text_vocab_size`); `mlp='none'`: attention-only blocks."""
-  if variant not in VARIANTS:
-    raise ValueError(f'unknown sink variant {variant!r}; expected one of {VARIANTS}')
-  return transformer.llama_config(text_vocab_size + 1, num_layers, d_model, num_heads,
-                                  multiple_of=multiple_of, max_len=max_len,
-                                  attention=ATTENTION[variant],
-                                  **({} if mlp == 'swiglu' else {'mlp': mlp}))
-
-
-def prefix_length(variant: str) -> int:
-  """How many tokens the variant puts before the text (1 for the sink token, else 0)."""
-  return 1 if variant == 'sink_token' else 0
-
-
-def with_prefix(variant: str, tokens_BxT: jax.Array, sink_id: int = SINK_TOKEN) -> jax.Array:
-  """The tokens the model reads: the sink token (id `sink_id`, the text vocabulary's size)
-  prepended for `sink_token`, else unchanged."""
-  if not prefix_length(variant):
-    return tokens_BxT
-  sink_Bx1 = jnp.full((tokens_BxT.shape[0], 1), sink_id, tokens_BxT.dtype)
-  return jnp.concatenate([sink_Bx1, tokens_BxT], axis=1)
-
-
-def text_logits(variant: str, model: transformer.Decoder, params, inputs_BxT: jax.Array):
-  """Logits B×T×V predicting the token after each input, the sink token's own prediction dropped."""
-  sink_id = model.config.vocab_size - 1
-  logits = model.apply({'params': params}, with_prefix(variant, inputs_BxT, sink_id))
-  return logits[:, prefix_length(variant):]
-
-
-def loss(variant: str, model: transformer.Decoder, params, crops_BxT1: jax.Array) -> jax.Array:
-  """Mean next-token NLL of tokens 1..T of each crop given the ones before (and the sink token):
-  every variant is scored on the same predictions."""
-  logits = text_logits(variant, model, params, crops_BxT1[:, :-1])
-  return transformer.next_token_loss(logits, crops_BxT1[:, 1:])
+sys.modules[__name__] = model

@@ -17,7 +17,7 @@ import ml_collections
 import numpy as np
 
 from jaxdyn.experiments import attention_sinks
-from jaxdyn.models import attention_sinks as model_lib
+from jaxdyn.experiments.attention_sinks import model as model_lib
 from jaxdyn.report import figures
 from jaxdyn.report import results
 

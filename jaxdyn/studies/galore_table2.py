@@ -10,7 +10,7 @@ per method.
                    ln ppl / ln ppl_full − 1 at its tokens per parameter (`yardstick.md`), and the
                    gap against the training budget along the runs' evaluations (a figure)
 
-The figures are drawn by `jaxdyn.analysis.galore_pretrain`.
+The figures are drawn by `jaxdyn.experiments.galore_pretrain.report`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import jax
 import ml_collections
 import numpy as np
 
-from jaxdyn.analysis import galore_pretrain as analysis
 from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import galore_pretrain as experiment
+from jaxdyn.experiments.galore_pretrain import report as galore_report
 from jaxdyn.report import results
 
 METHODS = experiment.METHODS
@@ -198,7 +198,8 @@ def write_table2_figure(rows: list[dict], config: ml_collections.ConfigDict, wor
     steps, values = seed_mean_curve(*results.load_history(os.path.join(workdir, name)), setting)
     labels[method] = f'{name} ({", ".join(f"{k} {v:g}" for k, v in setting.items())})'
     curves[method] = (steps[steps > 0], values[steps > 0])
-  return analysis.write_table2_figure(curves, labels, config, os.path.join(workdir, 'table2.png'))
+  return galore_report.write_table2_figure(curves, labels, config,
+                                           os.path.join(workdir, 'table2.png'))
 
 
 # The papers' yardstick: relative loss gap at a matched budget of tokens per parameter.
@@ -317,4 +318,5 @@ def write_yardstick_figure(workdirs: dict[str, str], path: str) -> str:
   (%) for every run directory (`{label: workdir}`), with the 1% goal and the paper's Table 2 GaLore
   gaps; and the seed-mean validation loss of full rank and GaLore."""
   gap_curves = {label: loss_gap_curves(workdir) for label, workdir in workdirs.items()}
-  return analysis.write_yardstick_figure(gap_curves, paper_loss_gaps('galore'), METHODS, path)
+  return galore_report.write_yardstick_figure(gap_curves, paper_loss_gaps('galore'), METHODS,
+                                              path)

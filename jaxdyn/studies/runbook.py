@@ -46,12 +46,12 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from jaxdyn.analysis import attention_sinks_report
-from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.analysis import attention_sinks_streaming
+from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.data import cache as data_cache
 from jaxdyn.data import prosqa
 from jaxdyn.experiments import attention_sinks
+from jaxdyn.experiments.attention_sinks import evaluation as sinks_evaluation
 from jaxdyn.experiments import coconut
 from jaxdyn.experiments import joma_hierarchical
 from jaxdyn.models import pretrained
@@ -385,7 +385,7 @@ def merge_sink_summaries(summaries: Sequence[dict], config) -> dict:
         per_control.setdefault(control, {}).setdefault(key, []).extend(values)
   rows = [{'control': m['control'], 'seed': m['seed'], 'eval': n, 'perplexity': p}
           for m in members for n, p in m['perplexity'].items()]
-  names = attention_sinks_report.eval_names(config)
+  names = sinks_evaluation.eval_names(config)
   table = results.over_seeds(rows, 'perplexity', by=['control', 'eval'])
   table.sort(key=lambda r: (config.data.controls.index(r['control']), names.index(r['eval'])))
   return {**summaries[0], 'members': members, 'per_control': per_control, 'table': table}

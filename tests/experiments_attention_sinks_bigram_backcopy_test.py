@@ -1,11 +1,12 @@
-"""Tests of jaxdyn.data.bigram_backcopy: the table, the back-copy rule, BOS per control."""
+"""Tests of jaxdyn.experiments.attention_sinks.bigram_backcopy: the table, the back-copy rule, BOS per
+control."""
 
 from absl.testing import absltest
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.data import bigram_backcopy as bb
+from jaxdyn.experiments.attention_sinks import bigram_backcopy as bb
 
 
 class BigramBackcopyTest(absltest.TestCase):

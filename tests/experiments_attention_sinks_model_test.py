@@ -1,4 +1,5 @@
-"""Tests of jaxdyn.models.attention_sinks: the four sink variants of the shared decoder."""
+"""Tests of jaxdyn.experiments.attention_sinks.model: the four sink variants of the shared decoder,
+built by the experiment's one factory `task.decoder_config`."""
 
 import functools
 
@@ -8,16 +9,26 @@ from jax import test_util as jtu
 import jax.numpy as jnp
 import numpy as np
 
-from jaxdyn.models import attention_sinks as lib
+from jaxdyn.experiments import attention_sinks
+from jaxdyn.experiments.attention_sinks import model as lib
+from jaxdyn.experiments.attention_sinks import task
 from jaxdyn.models import transformer
+
+
+def sink_config(variant):
+  """`:tiny` (2 layers, d 16, 2 heads, multiple_of 8, KJV bytes) with `variant` and a 16-slot cache,
+  so that the decoder's context is 16 for every variant."""
+  config = attention_sinks.get_config('tiny')
+  config.variant = variant
+  config.stream.cache_size = 16
+  return config
 
 
 @functools.lru_cache(maxsize=None)
 def setup(variant):
   """The variant's decoder, params and crops, once per variant (the tests copy the params before
   changing them)."""
-  config = lib.decoder_config(variant, num_layers=2, d_model=16, num_heads=2, max_len=16,
-                              multiple_of=8)
+  config = task.decoder_config(sink_config(variant))
   model = transformer.Decoder(config)
   params = model.init(jax.random.key(0), jnp.zeros((1, 9), jnp.int32))['params']
   crops = jax.random.randint(jax.random.key(1), (3, 9), 0, 256)
@@ -38,6 +49,7 @@ class AttentionSinksModelTest(parameterized.TestCase):
   def test_every_variant_has_the_byte_vocabulary_plus_the_sink_token_and_rope(self, variant):
     config, _, params, _ = setup(variant)
     self.assertEqual(config.vocab_size, 257)
+    self.assertEqual(config.max_len, 16)
     self.assertEqual(config.positions, 'rope')
     self.assertEqual(config.attention, lib.ATTENTION[variant])
     has_logit = 'sink' in params['layer_0']['attn']
@@ -76,7 +88,13 @@ class AttentionSinksModelTest(parameterized.TestCase):
 
   def test_unknown_variant_is_refused(self):
     with self.assertRaisesRegex(ValueError, 'sink variant'):
-      lib.decoder_config('softmax_minus_one', 1, 8, 2, 8)
+      task.decoder_config(sink_config('softmax_minus_one'))
+    with self.assertRaisesRegex(ValueError, 'sink variant'):
+      lib.attention_kind('softmax_minus_one')
+
+  def test_the_variants_are_the_ones_the_config_names(self):
+    self.assertEqual(lib.VARIANTS, attention_sinks.SINK_VARIANTS)
+    self.assertEqual(set(lib.ATTENTION), set(lib.VARIANTS))
 
 
 if __name__ == '__main__':

@@ -1,12 +1,13 @@
-"""Tests of jaxdyn.analysis.galore_pretrain: the figures of one run, of Table 2 and of the yardstick."""
+"""Tests of jaxdyn.experiments.galore_pretrain.report: the figures of one run, of Table 2 and of the
+yardstick."""
 
 import os
 
 from absl.testing import absltest
 import numpy as np
 
-from jaxdyn.analysis import galore_pretrain as analysis
 from jaxdyn.experiments import galore_pretrain
+from jaxdyn.experiments.galore_pretrain import report
 
 
 class FiguresTest(absltest.TestCase):
@@ -19,7 +20,7 @@ class FiguresTest(absltest.TestCase):
   def test_curves_figure_of_one_run(self):
     history = {'step': np.asarray([0, 2, 4]),
                'eval/perplexity': np.asarray([[9.0, 8.0], [5.0, 4.0], [3.0, 2.5]])}
-    path = analysis.write_curves_figure(history, [{'lr': 0.01}, {'lr': 0.02}], self.config,
+    path = report.write_curves_figure(history, [{'lr': 0.01}, {'lr': 0.02}], self.config,
                                         self.workdir)
     self.assertEqual(path, os.path.join(self.workdir, 'figures', 'curves.png'))
     self.assertGreater(os.path.getsize(path), 1000)
@@ -30,7 +31,7 @@ class FiguresTest(absltest.TestCase):
               'galore': (steps, np.asarray([5.0, 2.5]))}
     labels = {'full_adamw': 'full_adamw (lr 0.01)', 'galore': 'galore (lr 0.01, galore_scale 0.25)'}
     for name, chosen in (('both.png', curves), ('galore.png', {'galore': curves['galore']})):
-      path = analysis.write_table2_figure(chosen, labels, self.config,
+      path = report.write_table2_figure(chosen, labels, self.config,
                                          os.path.join(self.workdir, name))
       self.assertGreater(os.path.getsize(path), 1000)
 
@@ -40,7 +41,7 @@ class FiguresTest(absltest.TestCase):
                           'galore': (tokens, np.log([5.0, 2.5]), np.asarray([0.1, 0.3])),
                           'low_rank': (tokens, np.log([9.0, 8.0]), np.asarray([0.5, 2.0]))}}
     paper = {'60m': (18.3, 0.0067), '1b': (13.1, 0.0019)}
-    path = analysis.write_yardstick_figure(gap_curves, paper, galore_pretrain.METHODS,
+    path = report.write_yardstick_figure(gap_curves, paper, galore_pretrain.METHODS,
                                            os.path.join(self.workdir, 'y.png'))
     self.assertGreater(os.path.getsize(path), 1000)
 

@@ -1,58 +1,18 @@
-"""GaLore's pretraining comparison (Zhao et al., 2024, arXiv 2403.03507, Table 2): KJV bytes or C4.
-
-A LLaMA-style decoder (RMSNorm, SwiGLU, RoPE, untied head) trained from scratch, with one of five
-methods (below), on one of two corpora (`data.corpus`):
-
-  kjv_bytes  (the default; offline) random crops of the King James Bible bytes, validation
-             perplexity on a fixed held-out tail;
-  c4         the paper's data: local `allenai/c4` en json.gz shards in `data.dir`, tokenised by the
-             T5 SentencePiece model at `data.tokenizer`, packed into rows of seq_len + 1 tokens with
-             the document token at each document start (`jaxdyn.data.packing`) and streamed to the
-             trainer, batch by batch (`core.task.Feed`; the stream's position is saved with every
-             checkpoint, so a resumed run reads the same rows); validation on the first
-             `data.eval_windows` packed rows of the validation shards.
-
-The methods:
-
-  full_adamw  AdamW on every parameter
-  galore      GaLore-AdamW on the attention and MLP kernels (rank d_model/4, scale 0.25, T = 200,
-              lr 0.01: the paper's recipe), AdamW on embeddings, head and norms
-  lora        frozen random kernels + trainable a·b (Hu et al., 2022); embeddings, head and norms
-              trained
-  relora      LoRA merged and re-initialised every K steps, adapter state pruned, jagged lr
-  low_rank    each attention / MLP kernel replaced by a·b, trained from scratch
-
-All share the schedule of the paper (10% linear warmup, cosine to 10%) and the same steps and
-tokens. A list in `sweep.lr` tunes a method's lr as one vmapped program (and `sweep.galore_scale`
-GaLore's α, crossed with the lrs). The methods are `jaxdyn.optim.methods`' table; one run per
-method becomes Table 2 in `jaxdyn.studies.galore_table2` (launch/galore_table2.py), and the figures
-are drawn by `jaxdyn.analysis.galore_pretrain`.
-"""
+"""galore_pretrain's configs: the schema, its variants (the tiny test run, the CPU comparison and
+Table 2's four shapes on C4), every field's domain and the relations between fields, and the one
+rule they cannot say (the held-out KJV windows fit). Imports no jax (a launcher checks a config with
+it before jax starts)."""
 
 from __future__ import annotations
 
-import contextlib
-
-import jax
-import jax.numpy as jnp
 import ml_collections
-import numpy as np
-import optax
 
-from jaxdyn.analysis import galore_pretrain as analysis
 from jaxdyn.core import config as config_lib
-from jaxdyn.core import experiment
-from jaxdyn.core import task as task_lib
-from jaxdyn.data import corpora
-from jaxdyn.data import packing
+from jaxdyn.core import spec
 from jaxdyn.data import text
-from jaxdyn.data import tokenizers
-from jaxdyn.models import transformer
-from jaxdyn.optim import galore as galore_lib
-from jaxdyn.optim import lora
-from jaxdyn.optim import methods
+from jaxdyn.optim import choices
 
-METHODS = methods.NAMES   # full_adamw, galore, lora, relora, low_rank
+METHODS = choices.METHODS   # full_adamw, galore, lora, relora, low_rank (`optim/methods.py`)
 
 CORPORA = ('kjv_bytes', 'c4')
 
@@ -86,9 +46,9 @@ C4_EVAL_WINDOWS = 77 * 512
 
 def default_config() -> ml_collections.ConfigDict:
   """d_model 128, 4 layers, seq 128, batch 32, 10k steps, GaLore with the paper's recipe."""
-  c = experiment.base_config('galore_pretrain', steps=10_000, eval_every=500,
-                             checkpoint_every=2_500, keep_checkpoints=2, steps_per_dispatch=500,
-                             progress_every_secs=30.0, tensorboard=True)
+  c = spec.base_config('galore_pretrain', steps=10_000, eval_every=500, checkpoint_every=2_500,
+                       keep_checkpoints=2, steps_per_dispatch=500, progress_every_secs=30.0,
+                       tensorboard=True)
   c.method = 'galore'        # one of METHODS
   c.data = ml_collections.ConfigDict(dict(
       corpus='kjv_bytes',      # one of CORPORA (the module docstring)
@@ -232,7 +192,7 @@ def _rank_relations(group: str) -> tuple[config_lib.Relation, ...]:
   )
 
 
-# Every field's domain (the base groups' come from `experiment.base_domains`); `check_values` adds
+# Every field's domain (the base groups' come from `spec.base_domains`); `check_values` adds
 # the rule that depends on the text (the held-out windows fit).
 DOMAINS = {
     'method': C.one_of(*METHODS),
@@ -251,14 +211,14 @@ DOMAINS = {
     'opt.min_lr_ratio': C.between(0, 1, open_lo=True), 'opt.clip': C.nonnegative(C.MAX_SCALE),
     'galore.rank': C.nonnegative(1 << 16), 'galore.update_proj_gap': C.positive(),
     'galore.scale': C.positive(C.MAX_SCALE),
-    'galore.projector': C.one_of(*galore_lib.PROJECTOR_SOURCES),
-    'galore.moments': C.one_of(*galore_lib.MOMENT_POLICIES),
+    'galore.projector': C.one_of(*choices.GALORE_PROJECTORS),
+    'galore.moments': C.one_of(*choices.GALORE_MOMENTS),
     'lora.rank': C.nonnegative(1 << 16), 'lora.alpha': C.positive(C.MAX_SCALE),
     'lora.reset_every': C.positive(), 'lora.restart_warmup': C.positive(),
     'lora.prune_ratio': C.between(0, 1),
     'sweep.lr': C.positive(C.MAX_SCALE), 'sweep.galore_scale': C.positive(C.MAX_SCALE),
 }
-_SCANNABLE = tuple(name for name, m in methods.METHODS.items() if m.dense)
+_SCANNABLE = choices.DENSE_METHODS
 RELATIONS = (
     C.relation(('model.scan_layers', 'method'), lambda scan, m: not scan or m in _SCANNABLE,
                f'model.scan_layers is for method {" and ".join(_SCANNABLE)} only (the others '
@@ -303,220 +263,6 @@ def kjv_bytes(config: ml_collections.ConfigDict) -> text.TextSplits:
   return text.kjv_splits('bytes', held_out_fraction=config.data.held_out_fraction)
 
 
-def compute_dtype(config: ml_collections.ConfigDict):
-  """`model.dtype` resolved: 'auto' is bfloat16 on a TPU or GPU backend and float32 on CPU."""
-  name = config.model.dtype
-  if name == 'auto':
-    name = 'float32' if jax.default_backend() == 'cpu' else 'bfloat16'
-  return jnp.dtype(name)
-
-
-def vocab_size(config: ml_collections.ConfigDict) -> int:
-  """The model's vocabulary: 256 bytes, or `data.vocab_size` for a tokenised corpus."""
-  return config.data.vocab_size or text.BYTE_VOCAB_SIZE
-
-
-def decoder_config(config: ml_collections.ConfigDict) -> transformer.DecoderConfig:
-  m = config.model
-  return transformer.llama_config(vocab_size(config), m.num_layers, m.d_model, m.num_heads,
-                                  multiple_of=m.multiple_of, max_len=config.data.seq_len,
-                                  dtype=compute_dtype(config), remat=m.remat,
-                                  scan_layers=m.scan_layers)
-
-
-def _scanned_layer_batch_dims(path, leaf) -> int:
-  """GaLore's batch axes of a leaf: the leading layer axis of the scanned blocks' kernels."""
-  del leaf
-  return int(any(getattr(k, 'key', None) == 'layers' for k in path))
-
-
-def low_rank(config: ml_collections.ConfigDict, group: str) -> int:
-  """The rank of `config.galore` or `config.lora`: its value, or d_model / 4 when 0."""
-  return config[group].rank or config.model.d_model // 4
-
-
-def init_method_params(config: ml_collections.ConfigDict, key) -> dict:
-  """The trained params of `config.method`: dense, `{'base', 'adapters'}` or factorised."""
-  model = transformer.Decoder(decoder_config(config))
-  key_model, key_adapters = jax.random.split(key)
-  dense = model.init(key_model, jnp.zeros((1, config.data.seq_len), jnp.int32))['params']
-  return methods.trained_params(methods.get(config.method), key_adapters, dense,
-                                galore_lib.llama_galore_mask(dense), low_rank(config, 'lora'))
-
-
-def dense_params(config: ml_collections.ConfigDict, params: dict) -> dict:
-  """The Decoder's params of a member's trained params (LoRA's base frozen by stop_gradient)."""
-  return methods.dense_params(methods.get(config.method), params, lora_scale(config))
-
-
-def lora_scale(config: ml_collections.ConfigDict) -> float:
-  return config.lora.alpha / low_rank(config, 'lora')
-
-
-def lr_schedule(config: ml_collections.ConfigDict, peak):
-  """10% warmup, cosine to 10% (jagged with ReLoRA's restarts)."""
-  steps = config.train.steps
-  restarts = methods.get(config.method).restarts
-  return lora.jagged_cosine_schedule(
-      peak, steps, int(config.opt.warmup_fraction * steps), config.opt.min_lr_ratio,
-      restart_every=config.lora.reset_every if restarts else 0,
-      restart_warmup_steps=config.lora.restart_warmup if restarts else 0)
-
-
-def make_optimizer(config: ml_collections.ConfigDict, params_shape,
-                   hp) -> optax.GradientTransformation:
-  """The method's optimizer; `params_shape` (abstract params) gives the masks."""
-  o, g = config.opt, config.galore
-  schedule = lr_schedule(config, hp['lr'])
-  tx = methods.optimizer(
-      methods.get(config.method), params_shape,
-      optax.adamw(schedule, o.b1, o.b2, o.eps, weight_decay=o.wd),
-      frozen_mask=galore_lib.llama_galore_mask,
-      galore=lambda: galore_lib.galore(
-          schedule, low_rank(config, 'galore'), g.update_proj_gap,
-          hp.get('galore_scale', g.scale), o.b1, o.b2, o.eps, o.wd, projector=g.projector,
-          moments=g.moments, mask=galore_lib.llama_galore_mask(params_shape),
-          batch_dims=_scanned_layer_batch_dims if config.model.scan_layers else 0),
-      relora=lambda tx: lora.relora(
-          tx, config.lora.reset_every, lora_scale(config),
-          jax.random.fold_in(jax.random.key(hp['seed']), 2), config.lora.prune_ratio))
-  return optax.chain(optax.clip_by_global_norm(o.clip), tx) if o.clip else tx
-
-
-def sweep_hparams(config: ml_collections.ConfigDict) -> dict[str, np.ndarray]:
-  """Members: each lr (× each α of `sweep.galore_scale`, when given) × each seed."""
-  axes = {'lr': (config.sweep.lr, config.opt.lr)}
-  if config.sweep.galore_scale:
-    axes['galore_scale'] = (config.sweep.galore_scale, config.galore.scale)
-  return experiment.member_grid(config, **axes)
-
-
-def c4_tokenizer(config: ml_collections.ConfigDict) -> tokenizers.Tokenizer:
-  """`data.tokenizer` loaded (a one-line error names what to download when it is missing); its
-  vocabulary must fit in `data.vocab_size`."""
-  try:
-    tokenizer = tokenizers.load(config.data.tokenizer)
-  except (FileNotFoundError, ValueError) as e:
-    raise config_lib.ConfigError(f"config field 'data.tokenizer': {e}") from None
-  if tokenizer.vocab_size > config.data.vocab_size:
-    raise config_lib.ConfigError(
-        f"config field 'data.vocab_size' = {config.data.vocab_size} is below the vocabulary of "
-        f'{config.data.tokenizer} ({tokenizer.vocab_size} tokens)')
-  return tokenizer
-
-
-def c4_streams(config: ml_collections.ConfigDict) -> tuple[packing.StreamFeed, np.ndarray]:
-  """(the train feed: this process's share of the train shards, packed into rows of seq_len + 1;
-  the validation windows: the first `data.eval_windows` rows of the validation shards)."""
-  d = config.data
-  tokenizer = c4_tokenizer(config)
-  try:
-    train, validation = (corpora.c4_files(d.dir, split) for split in ('train', 'validation'))
-    train = corpora.shard(train, jax.process_index(), jax.process_count())
-  except (FileNotFoundError, ValueError) as e:
-    raise config_lib.ConfigError(f"config field 'data.dir': {e}") from None
-  stream = packing.PackedStream(corpora.FileSource(train), tokenizer, d.seq_len + 1)
-  validation = packing.PackedStream(corpora.FileSource(validation), tokenizer, d.seq_len + 1)
-  return (packing.StreamFeed(stream, d.batch_size, steps=config.train.steps),
-          validation.take(d.eval_windows))
-
-
-def build_task(config: ml_collections.ConfigDict) -> task_lib.Task:
-  """Members share the text (no data of their own): random train crops of the KJV bytes and fixed
-  held-out windows, or C4 rows streamed in order (`c4_streams`)."""
-  if config.data.corpus == 'c4':
-    return _build_task(config, *c4_streams(config))
-  return _build_task(config, None, None)
-
-
-def _build_task(config: ml_collections.ConfigDict, feed: packing.StreamFeed | None,
-                eval_rows: np.ndarray | None) -> task_lib.Task:
-  model = transformer.Decoder(decoder_config(config))
-  params_shape = jax.eval_shape(lambda: init_method_params(config, jax.random.key(0)))
-  seq_len, batch_size = config.data.seq_len, config.data.batch_size
-
-  def logits(params, tokens_BxT):   # the loss is taken in float32 whatever the compute dtype
-    precision = config.model.matmul_precision
-    with (contextlib.nullcontext() if precision == 'default'
-          else jax.default_matmul_precision(precision)):
-      out = model.apply({'params': dense_params(config, params)}, tokens_BxT)
-    return out.astype(jnp.float32)
-
-  def loss_fn(params, tokens_BxT1, hp):
-    del hp
-    return transformer.next_token_loss(logits(params, tokens_BxT1[:, :-1]), tokens_BxT1[:, 1:]), {}
-
-  if feed is not None:   # C4: the streamed rows, evaluated batch_size windows at a time
-    def get_batch(data, step, key):
-      del key
-      return task_lib.fed_batch(data, step)
-
-    def evaluate(params, data):
-      def window_losses(windows_BxT1):
-        return transformer.next_token_loss(logits(params, windows_BxT1[:, :-1]),
-                                           windows_BxT1[:, 1:])
-      windows_WxT1 = data['held_out_windows']
-      group = min(batch_size, len(windows_WxT1))
-      losses = jax.lax.map(window_losses, windows_WxT1.reshape(-1, group, seq_len + 1))
-      loss = jnp.mean(losses)   # equal groups of equal windows: the mean over every token
-      return {'loss': loss, 'perplexity': jnp.exp(loss)}
-
-    return task_lib.Task(
-        init_params=lambda key, hp: init_method_params(config, key),
-        loss_fn=loss_fn,
-        make_optimizer=lambda hp: make_optimizer(config, params_shape, hp),
-        get_batch=get_batch, evaluate=evaluate, hparams=sweep_hparams(config),
-        shared_data={'held_out_windows': eval_rows}, feed=feed)
-
-  splits = kjv_bytes(config)
-
-  def get_batch(data, step, key):
-    return text.random_crops(data['train_tokens'], jax.random.fold_in(key, step), batch_size,
-                             seq_len + 1)
-
-  def evaluate(params, data):
-    windows_WxT1 = data['held_out_windows']
-    loss = transformer.next_token_loss(logits(params, windows_WxT1[:, :-1]), windows_WxT1[:, 1:])
-    return {'loss': loss, 'perplexity': jnp.exp(loss)}
-
-  return task_lib.Task(
-      init_params=lambda key, hp: init_method_params(config, key),
-      loss_fn=loss_fn,
-      make_optimizer=lambda hp: make_optimizer(config, params_shape, hp),
-      get_batch=get_batch, evaluate=evaluate,
-      hparams=sweep_hparams(config),
-      shared_data={'train_tokens': splits.train,
-                   'held_out_windows': text.eval_windows(splits.held_out,
-                                                          config.data.eval_windows, seq_len)})
-
-
-def optimizer_state_bytes(config: ml_collections.ConfigDict) -> galore_lib.StateBytes:
-  """Bytes of one member's optimizer state (abstract: nothing is allocated)."""
-  params_shape = jax.eval_shape(lambda: init_method_params(config, jax.random.key(0)))
-  hp = {'lr': jnp.float32(config.opt.lr), 'seed': jnp.int32(config.seed)}
-  state = jax.eval_shape(lambda p: make_optimizer(config, params_shape, hp).init(p), params_shape)
-  return galore_lib.optimizer_state_bytes(state)
-
-
-def report(result: task_lib.TrainResult, config: ml_collections.ConfigDict) -> None:
-  """figures/curves.png: validation perplexity of every member against step."""
-  analysis.write_curves_figure(result.history, result.members, config, result.workdir)
-
-
-EXPERIMENT = experiment.Experiment(
-    name='galore_pretrain', schema=default_config, variants=VARIANTS, check=check_values,
-    domains=DOMAINS, relations=RELATIONS,
-    build_task=build_task, report=report,
-    parts=experiment.Parts(
-        models=('jaxdyn/models/transformer.py',),
-        data=('jaxdyn/data/text.py', 'jaxdyn/data/tokenizers.py', 'jaxdyn/data/corpora.py',
-              'jaxdyn/data/packing.py'),
-        analysis=('jaxdyn/analysis/galore_pretrain.py',),
-        optim=('jaxdyn/optim/galore/transform.py', 'jaxdyn/optim/galore/projectors.py',
-               'jaxdyn/optim/galore/trees.py', 'jaxdyn/optim/lora.py',
-               'jaxdyn/optim/methods.py'),
-        studies=('jaxdyn/studies/galore_table2.py',),
-        launch=('launch/galore_table2.py', 'launch/c4_standin.py'),
-        benchmarks=('benchmarks/galore.py', 'benchmarks/galore_parity.py'),
-        docs='docs/experiments/galore_pretrain.md'))
-get_config, check_config, train_and_evaluate = EXPERIMENT.api()
+SPEC = spec.ConfigSpec(name='galore_pretrain', schema=default_config, variants=VARIANTS,
+                       check=check_values, domains=DOMAINS, relations=RELATIONS)
+get_config, check_config = SPEC.get_config, SPEC.check_config
