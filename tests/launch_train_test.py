@@ -161,6 +161,7 @@ class RefusedBeforeJaxTest(parameterized.TestCase):
   def setUpClass(cls):
     super().setUpClass()
     cls.tmp = tempfile.mkdtemp()
+    cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
     cls.busy = os.path.join(cls.tmp, 'busy_workdir')
     os.makedirs(cls.busy)
     with open(os.path.join(cls.busy, workdir_lock.LOCK_FILE), 'w') as f:
@@ -173,15 +174,8 @@ class RefusedBeforeJaxTest(parameterized.TestCase):
       workdir = cls.busy if name == 'busy' else os.path.join(cwd, 'run')
       args = [f'--config={os.path.join(ROOT, "configs", config)}', f'--workdir={workdir}', *flags]
       cls.procs[name] = (cwd, start_importtime(args, cwd))
-
-  @classmethod
-  def tearDownClass(cls):
-    for _, proc in cls.procs.values():
-      if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    shutil.rmtree(cls.tmp, ignore_errors=True)
-    super().tearDownClass()
+      cls.addClassCleanup(cls.procs[name][1].wait)   # cleanups run last first: killed, then reaped
+      cls.addClassCleanup(cls.procs[name][1].kill)
 
   @parameterized.named_parameters(*[(name, name, named) for name, _, _, named in REFUSED_EARLY])
   def test_refused_in_one_line_without_jax(self, name, named):
