@@ -30,17 +30,12 @@ import time
 _T_PROCESS = time.perf_counter()   # "done in" counts the whole process: imports and compiles too
 
 from absl import app, flags, logging  # pylint: disable=g-import-not-at-top
-import jax  # pylint: disable=g-import-not-at-top
 from ml_collections import config_flags  # pylint: disable=g-import-not-at-top
 
-import jaxdyn  # pylint: disable=g-import-not-at-top
-from jaxdyn.core import checkpoint  # pylint: disable=g-import-not-at-top
-from jaxdyn.core import compilation  # pylint: disable=g-import-not-at-top
+# Only jax-free modules here: flags, the config and the workdir are checked (and a bad one refused)
+# before jax and the run side are imported (`run`).
 from jaxdyn.core import config as config_lib  # pylint: disable=g-import-not-at-top
-from jaxdyn.core import mesh  # pylint: disable=g-import-not-at-top
-from jaxdyn.core import metrics  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import paths  # pylint: disable=g-import-not-at-top
-from jaxdyn.core import trainer  # pylint: disable=g-import-not-at-top
 from jaxdyn.core import workdir_lock  # pylint: disable=g-import-not-at-top
 
 _CONFIG = config_flags.DEFINE_config_file('config', None, 'Experiment config file[:variant].',
@@ -57,12 +52,17 @@ _COORDINATOR = flags.DEFINE_string(
 _NUM_PROCESSES = flags.DEFINE_integer('num_processes', None, 'Processes of a multi-process run.')
 _PROCESS_ID = flags.DEFINE_integer('process_id', None, 'This process\'s index, 0 .. N-1.')
 flags.mark_flags_as_required(['config', 'workdir'])
-jax.config.config_with_absl()   # --jax_* flags (--jax_platforms, --jax_num_cpu_devices, ...)
 
-# Errors that are the user's to fix: one line, no traceback (unless --verbose).
+# Errors that are the user's to fix: one line, no traceback (unless --verbose). Those of the checks
+# before jax is imported; `run` adds the run side's (`CheckpointReadError`, `FloatingPointError`).
 EXPECTED_ERRORS = (config_lib.ConfigError, workdir_lock.WorkdirLockedError,
-                   workdir_lock.WorkdirDamagedError, checkpoint.CheckpointReadError,
-                   FloatingPointError)
+                   workdir_lock.WorkdirDamagedError)
+
+# JAX's options as flags (--jax_platforms=cpu, --jax_num_cpu_devices=4, --nojax_enable_x64): absl
+# learns them from jax itself (`jax.config.config_with_absl`), so they are set aside while the other
+# flags are parsed and checked, and parsed once jax is imported (`define_jax_flags`).
+_JAX_FLAG = re.compile(r'^--?(no)?jax_\w+(=.*)?$')
+_JAX_ARGS = []
 
 
 def _fail(message: str, code: int) -> None:
@@ -87,14 +87,45 @@ def _config_arg(argv) -> str | None:
   return None
 
 
+def _override_of(key: str, argv) -> str:
+  """The `--config.<key>...` argument that names `key` first, else `--config.<key>`."""
+  for arg in argv:
+    if re.match(rf'^--config\.{re.escape(key)}(\.|=|$)', arg):
+      return arg
+  return f'--config.{key}'
+
+
+def define_jax_flags() -> None:
+  """Imports jax and defines its options as absl flags (`--jax_*`)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  if 'jax_platforms' not in flags.FLAGS:
+    jax.config.config_with_absl()
+
+
+def _jax_flags_first(argv) -> bool:
+  """Whether jax's flags must be defined before the others are parsed: a jax flag whose value may be
+  the next argument (`--jax_platforms cpu`), a flag file, or a help request listing every flag."""
+  return any((_JAX_FLAG.match(arg) and '=' not in arg) or arg.startswith(('--flagfile', '-flagfile'))
+             or arg.lstrip('-') in ('help', 'helpfull', 'helpxml', 'h', '?') for arg in argv[1:])
+
+
 def parse_flags(argv):
-  """absl's parsing, with a bad `--config...` flag (an unknown field, a file that does not load)
-  reported in one line and exit code 2 instead of a traceback."""
+  """absl's parsing, with a bad `--config...` flag (an unknown field or group, a file that does not
+  load) reported in one line and exit code 2 instead of a traceback. JAX's flags (`--jax_*=VALUE`)
+  are set aside for `run` (jax is not imported before the checks)."""
   spec = _config_arg(argv)
   if spec is not None and '--verbose' not in argv:
     path = spec.split(':', 1)[0]
+    if os.path.isdir(path):
+      _fail(f'the config {path!r} is a directory; give a config file, '
+            f'--config=configs/<experiment>.py[:variant]', 2)
     if not os.path.isfile(path):
       _fail(f'the config file {path!r} does not exist (--config=configs/<experiment>.py[:variant])', 2)
+  if _jax_flags_first(argv):
+    define_jax_flags()
+  else:
+    _JAX_ARGS[:] = [arg for arg in argv[1:] if _JAX_FLAG.match(arg)]
+    argv = [arg for i, arg in enumerate(argv) if not (i and _JAX_FLAG.match(arg))]
   try:
     return flags.FLAGS(argv)
   except flags.Error as e:
@@ -104,9 +135,31 @@ def parse_flags(argv):
   except Exception as e:  # noqa: BLE001 -- config_flags raises plain errors for bad overrides
     if '--verbose' in argv:
       raise
-    what = (f'the config has no field {str(e).strip(chr(34))}' if isinstance(e, AttributeError)
-            else f'{type(e).__name__}: {e}')
+    if isinstance(e, AttributeError):
+      what = f'the config has no field {str(e).strip(chr(34))}'
+    elif isinstance(e, KeyError):   # an unknown group: `--config.foo.bar=1`
+      key = str(e.args[0]).strip('\'"') if e.args else ''
+      what = f'the config has no field or group {key!r} ({_override_of(key, argv)})'
+    else:
+      what = f'{type(e).__name__}: {e}'
     _fail(f'bad --config flag: {what}; fields are set as --config.<group>.<field>=VALUE', 2)
+
+
+def parse_jax_flags() -> None:
+  """Imports jax and sets the `--jax_*` flags `parse_flags` set aside (a bad one refused in one
+  line, as any other flag)."""
+  import jax  # pylint: disable=import-outside-toplevel
+  if not _JAX_ARGS:
+    return
+  define_jax_flags()   # absl has started: no callback will read them, so they are set here
+  try:
+    flags.FLAGS([sys.argv[0], *_JAX_ARGS])
+  except flags.Error as e:
+    if _VERBOSE.value:
+      raise
+    _fail(f'{_one_line(e)} (--helpshort or --helpfull show the flags)', 2)
+  for name in {re.match(r'^--?(?:no)?(jax_\w+)', arg).group(1) for arg in _JAX_ARGS}:
+    jax.config.update(name, flags.FLAGS[name].value)
 
 
 def _cluster_detected() -> bool:
@@ -119,6 +172,7 @@ def _cluster_detected() -> bool:
 def start_distributed() -> None:
   """`jax.distributed.initialize()` before any device is touched, where there are several
   processes; nothing on one host."""
+  import jax  # pylint: disable=import-outside-toplevel
   if _COORDINATOR.value:
     jax.distributed.initialize(coordinator_address=_COORDINATOR.value,
                                num_processes=_NUM_PROCESSES.value, process_id=_PROCESS_ID.value)
@@ -129,6 +183,8 @@ def start_distributed() -> None:
 def start_compilation_cache() -> str | None:
   """The persistent compilation cache under the workdir (the programs a relaunch of this run needs),
   unless turned off or already set with --jax_compilation_cache_dir."""
+  import jax  # pylint: disable=import-outside-toplevel
+  from jaxdyn.core import compilation  # pylint: disable=import-outside-toplevel
   if jax.config.jax_compilation_cache_dir:
     directory = compilation.enable_persistent_cache(jax.config.jax_compilation_cache_dir)
   elif (_CACHE.value or '').lower() == 'none':
@@ -140,13 +196,16 @@ def start_compilation_cache() -> str | None:
 
 
 def check_workdir(workdir: str) -> None:
-  """Refuses an empty --workdir, a local one that is not a directory or cannot be written, and an
-  existing one with a damaged layout or held by a live run, without creating anything (a probe file
+  """Refuses an empty --workdir, a URL that cannot be opened here (`paths.url_problem`), a local one
+  that is not a directory or cannot be written, and an existing one with a damaged layout or held by a live run, without creating anything (a probe file
   is created and removed in the nearest existing folder)."""
   if not workdir or not workdir.strip():
     raise config_lib.ConfigError('--workdir is empty; give the directory for the run, e.g. '
                                  '--workdir=workdirs/run')
   if paths.is_url(workdir):
+    problem = paths.url_problem(workdir)
+    if problem:
+      raise config_lib.ConfigError(f'--workdir={workdir}: {problem}')
     return
   existing = os.path.abspath(workdir)
   if os.path.exists(existing) and not os.path.isdir(existing):
@@ -180,8 +239,10 @@ def check_before_start(config, workdir: str) -> None:
 
 
 def main(argv):
+  """The checks, with jax not imported yet (a refusal is one line and a blink), then `run`."""
   if len(argv) > 1:
-    raise app.UsageError(f'unexpected arguments: {argv[1:]}')
+    _fail(f'unexpected arguments {argv[1:]}: every argument is a flag, --name=VALUE (a value with '
+          f'spaces quoted); --helpshort lists them', 2)
   try:
     config = _CONFIG.value
   except Exception as e:  # noqa: BLE001 -- config_flags defers a config file's failure to load here
@@ -194,6 +255,21 @@ def main(argv):
     if _VERBOSE.value:
       raise
     _fail(str(e), 1)
+  run(config, _WORKDIR.value)
+
+
+def run(config, workdir: str) -> None:
+  """Imports jax and the run side, sets the JAX flags, starts the devices and trains."""
+  parse_jax_flags()
+  # pylint: disable=import-outside-toplevel
+  import jax
+  import jaxdyn
+  from jaxdyn.core import checkpoint
+  from jaxdyn.core import mesh
+  from jaxdyn.core import metrics
+  from jaxdyn.core import trainer
+  # pylint: enable=import-outside-toplevel
+  expected = EXPECTED_ERRORS + (checkpoint.CheckpointReadError, FloatingPointError)
   split = 0
   if not (_COORDINATOR.value or _cluster_detected()):
     split = mesh.split_host_cores()   # one process on a CPU host: its cores as devices, for sweeps
@@ -223,17 +299,17 @@ def main(argv):
   for signum in (signal.SIGINT,) if jax.process_count() > 1 else (signal.SIGINT, signal.SIGTERM):
     signal.signal(signum, stop)
   try:
-    jaxdyn.train_and_evaluate(config, _WORKDIR.value)
+    jaxdyn.train_and_evaluate(config, workdir)
   except trainer.StopRequested as e:
     _fail(str(e), 128 + (received[0] if received else signal.SIGTERM))
   except KeyboardInterrupt:
     _fail('interrupted; run the same command again to resume from the last checkpoint', 130)
-  except EXPECTED_ERRORS as e:
+  except expected as e:
     if _VERBOSE.value:
       raise
     _fail(str(e), 1)
   print(f'done in {time.perf_counter() - _T_PROCESS:.1f} s; metrics, figures and checkpoints are in '
-        f'{_WORKDIR.value}' + (f'; compiled programs cached in {cache}' if cache else ''))
+        f'{workdir}' + (f'; compiled programs cached in {cache}' if cache else ''))
 
 
 if __name__ == '__main__':

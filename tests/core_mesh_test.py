@@ -16,6 +16,8 @@ from absl.testing import absltest
 import jax
 import numpy as np
 
+from jaxdyn.core import config as config_lib
+from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.experiments import galore_pretrain
 from jaxdyn.experiments import modular_addition
 from xla_env import with_xla_flag
@@ -124,6 +126,29 @@ class MultiDeviceTest(absltest.TestCase):
           np.testing.assert_allclose(np.asarray(result['params'][k]), v, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(result['loss'], reference.history['eval/train_loss'], rtol=1e-4)
     self.assertIn('sweep', results['sweep_and_data']['shardings']['W_a'])
+
+
+class MeshRefusalTest(absltest.TestCase):
+  """A mesh that cannot be made is refused in one line naming the fields `mesh.sweep`, `mesh.data`."""
+
+  def test_a_mesh_larger_than_the_devices_names_its_fields(self):
+    n = jax.device_count()
+    with self.assertRaisesRegex(config_lib.ConfigError,
+                                rf"^'mesh.sweep' = {n + 1}, 'mesh.data' = 1: the mesh \({n + 1} "
+                                rf"sweep x 1 data devices\) does not fit the {n} devices") as e:
+      mesh_lib.make_mesh(n + 1, n + 1, 1)
+    self.assertNotIn('\n', str(e.exception))
+    with self.assertRaisesRegex(config_lib.ConfigError,
+                                rf"^'mesh.sweep' = -1, 'mesh.data' = {n + 1}: "):
+      mesh_lib.make_mesh(1, -1, n + 1)
+
+  def test_members_not_split_evenly_names_mesh_sweep(self):
+    devices = [jax.devices()[0]] * 2   # only counted: the refusal comes before any mesh is made
+    with mock.patch.object(jax, 'devices', return_value=devices):
+      with self.assertRaisesRegex(config_lib.ConfigError,
+                                  r"^'mesh.sweep' = 2, 'mesh.data' = 1: 3 sweep members cannot be "
+                                  r"split evenly over 2 sweep devices"):
+        mesh_lib.make_mesh(3, 2, 1)
 
 
 if __name__ == '__main__':

@@ -65,6 +65,31 @@ class CheckSameRunTest(absltest.TestCase):
     with self.assertRaisesRegex(ConfigError, 'opt.lr'):
       resume.check_same_run({'config': saved}, asked, 'w')
 
+  def test_many_changed_fields_name_the_first_few_and_count_the_rest(self):
+    asked, saved = tiny().to_dict(), tiny().to_dict()
+    asked['opt']['lr'], asked['seed'], asked['model']['hidden'] = 0.5, 7, 33
+    asked['data']['modulus'], asked['data']['train_fraction'] = 29, 0.25
+    with self.assertRaises(ConfigError) as raised:
+      resume.check_same_run({'config': saved}, asked, 'w')
+    message = str(raised.exception)
+    self.assertEqual(message.count('refusing'), 1)
+    self.assertRegex(message, r'^workdir w holds a run with data.modulus=\d+, data.train_fraction=.*, '
+                              r'model.hidden=\d+, opt.lr=.* and 1 more fields; refusing to resume it '
+                              r'with data.modulus=29, .*, opt.lr=0.5 and 1 more fields')
+    self.assertNotIn('seed', message)
+
+  def test_another_experiments_workdir_names_the_experiment_first(self):
+    from jaxdyn.experiments import scan_snap  # pylint: disable=g-import-not-at-top
+    saved, asked = scan_snap.get_config('tiny').to_dict(), tiny().to_dict()
+    with self.assertRaises(ConfigError) as raised:
+      resume.check_same_run({'config': saved}, asked, 'w')
+    message = str(raised.exception)
+    self.assertRegex(message, r"^workdir w holds a run of experiment 'scan_snap', not "
+                              r"'modular_addition'; refusing to resume it \(config field "
+                              r"'experiment'; \d+ other fields differ, first [\w.]+, [\w.]+, "
+                              r"[\w.]+, [\w.]+\); use a new workdir$")
+    self.assertLess(len(message), 300)
+
   def test_fewer_steps_than_reached_is_refused(self):
     schedule = task_lib.Schedule(steps=20, eval_every=5, checkpoint_every=10, steps_per_dispatch=10)
     resume.check_not_past_the_end(20, schedule, 'w')

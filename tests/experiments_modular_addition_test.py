@@ -44,6 +44,15 @@ class FourierAnalysisTest(parameterized.TestCase):
     refusals.assert_refused(self, modular_addition,
                             {'analysis.fourier': True, 'data.operation': 'mul'}, 'analysis.fourier')
 
+  def test_fourier_analysis_needs_a_nonzero_frequency(self):
+    # mod 2 there is no frequency 1 .. (d - 1) / 2: its monitors were NaN, with numpy warnings
+    refusals.assert_refused(self, modular_addition, {'analysis.fourier': True, 'data.modulus': 2,
+                                                     'data.batch_size': 0},
+                            'analysis.fourier', 'data.modulus')
+    config = modular_addition.get_config('tiny')
+    config.data.update(modulus=2, batch_size=0)
+    modular_addition.check_config(config)   # without the analysis, mod 2 runs
+
   def test_paper_variant_tracks_the_monitors(self):
     self.assertTrue(modular_addition.get_config('paper').analysis.fourier)
     self.assertFalse(modular_addition.get_config().analysis.fourier)

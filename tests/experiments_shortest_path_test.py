@@ -116,6 +116,15 @@ class BadConfigTest(parameterized.TestCase):
   def test_refused_naming_the_field(self, field, value):
     refusals.assert_refused(self, shortest_path, {field: value}, field)
 
+  def test_dims_no_graph_can_show_are_refused(self):
+    # tiny: at most 8 edges, so k <= 6 (k >= edges - 1 is skipped: `dims=(500,)` was an empty table)
+    refusals.assert_refused(self, shortest_path, {'analysis.dims': (500,)}, 'analysis.dims',
+                            'data.max_edges')
+    refusals.assert_refused(self, shortest_path, {'analysis.dims': (2, 7)}, 'analysis.dims')
+    config = shortest_path.get_config('tiny')
+    config.analysis.dims = (2, 6)
+    shortest_path.check_config(config)
+
 
 if __name__ == '__main__':
   absltest.main()

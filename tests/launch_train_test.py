@@ -1,18 +1,24 @@
-"""The launcher with real processes: a second launch in a busy workdir is refused; Ctrl-C stops the
+"""The launcher with real processes: a refused launch (bad field, variant, flag, argument, config path or
+workdir, a busy workdir) answers in one `error:` line without importing jax; a second launch in a busy workdir is refused; Ctrl-C stops the
 run at a dispatch boundary with a checkpoint there, in a few lines, the lock released; the run then
 resumes bit-identically to an uninterrupted one. Multi-host on one machine: two processes with two
 CPU devices each (gloo collectives) write the same records as one process with four devices, through
 a preemption (SIGTERM to both) and a relaunch."""
 
+import importlib.util
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 from absl.testing import absltest
+from absl.testing import parameterized
 
 from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import workdir_lock
@@ -108,6 +114,109 @@ class LaunchTest(absltest.TestCase):
       _, err = proc.communicate(timeout=300)
       self.assertEqual(proc.returncode, 0, err[-2000:])
     self.assertEqual(metrics_lib.read_metrics(workdir), metrics_lib.read_metrics(straight_dir))
+
+# Refused before jax is imported: (name, flags after --config and --workdir, the config, the texts the
+# error line holds, in order); 'busy' runs in a workdir locked by this process.
+REFUSED_EARLY = (
+    ('bad_field', ['--config.opt.lrr=1'], 'modular_addition.py:tiny', ['lrr']),
+    ('unknown_group', ['--config.foo.bar=1'], 'modular_addition.py:tiny',
+     ["'foo'", '--config.foo.bar=1']),
+    ('bad_value', ['--config.opt.lr=nan', '--jax_platforms=cpu'], 'modular_addition.py:tiny',
+     ["'opt.lr'"]),
+    ('unknown_variant', [], 'modular_addition.py:tinyy', ['tinyy']),
+    ('bad_flag', ['--bogus=1'], 'modular_addition.py:tiny', ["'bogus'"]),
+    ('stray_argument', ['stray'], 'modular_addition.py:tiny', ['unexpected arguments', 'stray']),
+    ('config_is_a_directory', [], '', ['is a directory']),
+    ('busy', [], 'modular_addition.py:tiny', ['is in use by process']),
+    ('unknown_scheme', ['--workdir=foo://bucket/run'], 'modular_addition.py:tiny',
+     ['--workdir=foo://bucket/run', "unknown scheme 'foo://'"]),
+)
+
+
+def start_importtime(args, cwd):
+  """`launch/train.py args` under `python -X importtime` (every import listed on stderr)."""
+  return subprocess.Popen(
+      [sys.executable, '-X', 'importtime', os.path.join(ROOT, 'launch', 'train.py'), *args],
+      cwd=cwd, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def split_importtime(err):
+  """(the top-level packages imported, the other stderr lines) of a `-X importtime` run."""
+  imported, lines = set(), []
+  for line in err.splitlines():
+    if line.startswith('import time:'):
+      name = line.rsplit('|', 1)[1].strip()
+      imported.add(name.split('.')[0])
+    elif line.strip():
+      lines.append(line)
+  return imported, lines
+
+
+class RefusedBeforeJaxTest(parameterized.TestCase):
+  """Config, flag and workdir refusals: exit code non-zero, one `error:` line naming what is wrong,
+  nothing written (run in an empty folder, the workdir under it), and jax never imported."""
+
+  @classmethod
+  def setUpClass(cls):
+    super().setUpClass()
+    cls.tmp = tempfile.mkdtemp()
+    cls.addClassCleanup(shutil.rmtree, cls.tmp, ignore_errors=True)
+    cls.busy = os.path.join(cls.tmp, 'busy_workdir')
+    os.makedirs(cls.busy)
+    with open(os.path.join(cls.busy, workdir_lock.LOCK_FILE), 'w') as f:
+      json.dump({'pid': os.getpid(), 'host': os.uname().nodename, 'started': 'now',
+                 'token': 'held'}, f)
+    cls.procs = {}
+    for name, flags, config, _ in REFUSED_EARLY:
+      cwd = os.path.join(cls.tmp, name)
+      os.makedirs(cwd)
+      workdir = cls.busy if name == 'busy' else os.path.join(cwd, 'run')
+      args = [f'--config={os.path.join(ROOT, "configs", config)}', f'--workdir={workdir}', *flags]
+      cls.procs[name] = (cwd, start_importtime(args, cwd))
+      cls.addClassCleanup(cls.procs[name][1].wait)   # cleanups run last first: killed, then reaped
+      cls.addClassCleanup(cls.procs[name][1].kill)
+
+  @parameterized.named_parameters(*[(name, name, named) for name, _, _, named in REFUSED_EARLY])
+  def test_refused_in_one_line_without_jax(self, name, named):
+    cwd, proc = self.procs[name]
+    out, err = proc.communicate(timeout=120)
+    self.assertNotEqual(proc.returncode, 0, err[-2000:])
+    imported, lines = split_importtime(err)
+    self.assertLen(lines, 1, '\n'.join(lines))
+    self.assertRegex(lines[0], '^error: .*' + '.*'.join(map(re.escape, named)))
+    self.assertEqual(out, '')
+    self.assertIn('ml_collections', imported)   # the listing works
+    self.assertNoCommonElements(imported, {'jax', 'jaxlib', 'flax', 'optax', 'orbax'})
+    self.assertEqual(os.listdir(cwd), [], 'something was written')
+    self.assertEqual(os.listdir(self.busy), [workdir_lock.LOCK_FILE])
+
+  def test_gs_without_its_backend_names_the_extra(self):
+    if importlib.util.find_spec('gcsfs') or importlib.util.find_spec('tensorflow'):
+      self.skipTest('gs:// has a backend here')
+    cwd = self.create_tempdir().full_path
+    proc = start_importtime([f'--config={os.path.join(ROOT, "configs", "modular_addition.py")}',
+                             '--workdir=gs://bucket/run'], cwd)
+    _, err = proc.communicate(timeout=120)
+    imported, lines = split_importtime(err)
+    self.assertEqual(lines, ["error: --workdir=gs://bucket/run: gs:// needs the gcsfs package, not "
+                             "installed: pip install 'jaxdyn[gcs]'"])
+    self.assertNotIn('jax', imported)
+    self.assertEqual(os.listdir(cwd), [])
+
+  def test_jax_flags_set_aside_reach_jax(self):
+    # `--jax_*=VALUE` flags are parsed once jax is imported, and set in its config.
+    code = ('import sys; sys.path.insert(0, "launch"); import train; '
+            'train.parse_flags(sys.argv); train.parse_jax_flags(); import jax; '
+            'print(jax.config.jax_num_cpu_devices, jax.config.jax_enable_x64, jax.device_count())')
+    proc = subprocess.run(
+        [sys.executable, '-c', code, f'--config={os.path.join(ROOT, "configs", "modular_addition.py")}',
+         '--workdir=unused', '--jax_num_cpu_devices=3', '--jax_enable_x64=true'],
+        cwd=ROOT, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
+        capture_output=True, text=True, timeout=120)
+    self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+    self.assertEqual(proc.stdout.split(), ['3', 'True', '3'])
+
 
 class MultiProcessTest(absltest.TestCase):
 

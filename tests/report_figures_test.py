@@ -1,6 +1,7 @@
 """Tests of jaxdyn/report/figures.py: member labels, axis rules, and the figures' one outside legend."""
 
 import os
+from unittest import mock
 
 from absl.testing import absltest
 import matplotlib.ticker
@@ -55,6 +56,28 @@ class AxisRulesTest(absltest.TestCase):
     np.testing.assert_array_equal(ticks, np.round(ticks))
 
 
+def drawn(plot, *args, **kw):
+  """`plot(*args, **kw)` with `figures.save` wrapped: (the path written, a summary of the figure
+  before it was closed: per axes its x and y scales, x transform, y label and lines' data; the
+  legends' texts)."""
+  seen = {}
+  save = figures.save
+
+  def capture(fig, path, dpi=figures.DPI):
+    fig.canvas.draw()
+    seen['axes'] = [dict(xscale=ax.get_xscale(), yscale=ax.get_yscale(),
+                         xtransform=ax.xaxis.get_transform(), ylabel=ax.get_ylabel(),
+                         xlim=ax.get_xlim(),
+                         lines=[(l.get_xdata(), l.get_ydata(), l.get_color()) for l in ax.lines])
+                    for ax in fig.axes]
+    seen['legends'] = [[t.get_text() for t in legend.get_texts()] for legend in fig.legends]
+    return save(fig, path, dpi)
+
+  with mock.patch.object(figures, 'save', capture):
+    path = plot(*args, **kw)
+  return path, seen
+
+
 class PlotCurvesTest(absltest.TestCase):
 
   def _history(self, steps):
@@ -98,21 +121,44 @@ class PlotCurvesTest(absltest.TestCase):
     self.assertEqual([a[1] for a in captured['axes']], ['accuracy', 'loss'])
 
   def test_long_runs_get_symlog_steps(self):
-    steps = np.arange(0, 10_001, 100)
-    path = figures.plot_curves(self._history(steps), [{'seed': 0}] * 4,
-                               panels={'loss': ('eval/train_loss',)},
-                               path=os.path.join(self.create_tempdir().full_path, 'c.png'))
-    self.assertTrue(os.path.exists(path))
+    steps = np.arange(0, 10_001, 50)   # 50 .. 10,000: beyond two decades (100 .. 10,000 is not)
+    history = self._history(steps)
+    path, seen = drawn(figures.plot_curves, history, [{'seed': s} for s in range(4)],
+                       panels={'loss': ('eval/train_loss',)},
+                       path=os.path.join(self.create_tempdir().full_path, 'c.png'))
+    self.assertGreater(os.path.getsize(path), 0)
+    (ax,) = seen['axes']
+    self.assertEqual((ax['xscale'], ax['yscale'], ax['ylabel']), ('symlog', 'linear', 'loss'))
+    self.assertEqual(ax['xtransform'].linthresh, 50.0)   # linear below the first positive step
+    self.assertLessEqual(ax['xlim'][0], 0)
+    self.assertGreaterEqual(ax['xlim'][1], 10_000)
+    self.assertLen(ax['lines'], 4)   # one line per member, its records as given
+    for member, (x, y, _) in enumerate(ax['lines']):
+      np.testing.assert_array_equal(x, steps)
+      np.testing.assert_array_equal(y, history['eval/train_loss'][:, member])
+    self.assertEqual(seen['legends'], [['seed=0', 'seed=1', 'seed=2', 'seed=3']])
 
 
 class PlotLinesTest(absltest.TestCase):
 
   def test_writes_and_labels(self):
     x = np.arange(1, 6) * 100
-    path = figures.plot_lines({'perplexity': {'a': (x, x * 1.0), 'b': (x, x * 2.0)}},
-                              path=os.path.join(self.create_tempdir().full_path, 'l.png'),
-                              log_y=('perplexity',), ylabels={'perplexity': 'ppl'})
-    self.assertTrue(os.path.exists(path))
+    path, seen = drawn(figures.plot_lines,
+                       {'perplexity': {'a': (x, x * 1.0), 'b': (x, x * 2.0)},
+                        'loss': {'b': (x, x * 3.0)}},
+                       path=os.path.join(self.create_tempdir().full_path, 'l.png'),
+                       log_y=('perplexity',), ylabels={'perplexity': 'ppl'})
+    self.assertGreater(os.path.getsize(path), 0)
+    ppl, loss = seen['axes']
+    self.assertEqual((ppl['ylabel'], ppl['yscale'], ppl['xscale']), ('ppl', 'log', 'linear'))
+    self.assertEqual((loss['ylabel'], loss['yscale']), ('loss', 'linear'))   # the panel's name
+    for (x_seen, y_seen, _), factor in zip(ppl['lines'], (1.0, 2.0)):
+      np.testing.assert_array_equal(x_seen, x)
+      np.testing.assert_array_equal(y_seen, x * factor)
+    colour_a, colour_b = (c for _, _, c in ppl['lines'])
+    self.assertFalse(np.allclose(colour_a, colour_b))
+    np.testing.assert_array_equal(loss['lines'][0][2], colour_b)   # 'b' keeps its colour
+    self.assertEqual(seen['legends'], [['a', 'b']])
 
 
 if __name__ == '__main__':

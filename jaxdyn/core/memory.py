@@ -61,8 +61,26 @@ def _gib(n: int) -> str:
   return f'{n / 2**30:.3g} GiB'
 
 
+def size_fields(config, top: int = 3) -> list[str]:
+  """The fields that drive a run's size, as "'field' = value": the `top` largest integers of the
+  `model` group (widths, depths, vocabularies), `num_seeds` and every `sweep.*` list of several
+  values (the members). Empty without a config."""
+  if config is None:
+    return []
+  model = config.get('model') or {}
+  sizes = sorted(((v, f'model.{k}') for k, v in model.items()
+                  if isinstance(v, int) and not isinstance(v, bool) and v > 1), reverse=True)
+  named = [f"'{field}' = {value}" for value, field in sizes[:top]]
+  named.append(f"'num_seeds' = {config.num_seeds}")
+  sweep = config.get('sweep') or {}
+  named += [f"'sweep.{k}' = {tuple(v)}" for k, v in sweep.items()
+            if isinstance(v, (tuple, list)) and len(v) > 1]
+  return named
+
+
 def check_fits(task, config=None) -> None:
-  """Refuses a run whose estimated need (`estimate_bytes`) exceeds what the machine has."""
+  """Refuses a run whose estimated need (`estimate_bytes`) exceeds what the machine has, naming the
+  config's size fields (`size_fields`)."""
   have, where = available_bytes()
   if have is None:
     return
@@ -70,8 +88,9 @@ def check_fits(task, config=None) -> None:
   if need > have:
     params = program.param_count(task)
     fits = int(params * have / need)
+    named = ', '.join(size_fields(config))
     raise ConfigError(
-        f'the run needs at least {_gib(need)} ({params:,} parameters per member x '
-        f'{task.num_members} members, with optimizer state, gradients and data) but {where} holds '
-        f'{_gib(have)}: about {fits:,} parameters per member would fit; shrink the model or the '
-        f'data, or use fewer members (num_seeds, sweep lists)')
+        (f'{named}: ' if named else '') + f'the run needs at least {_gib(need)} ({params:,} '
+        f'parameters per member x {task.num_members} members, with optimizer state, gradients and '
+        f'data) but {where} holds {_gib(have)}: about {fits:,} parameters per member would fit; '
+        f'shrink the model or the data, or use fewer members (num_seeds, sweep lists)')

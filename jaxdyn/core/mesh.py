@@ -59,6 +59,7 @@ def make_mesh(num_members: int, sweep_devices: int = -1, data_devices: int = -1)
   and the data axis takes the rest; on a host whose cores `split_host_cores` made into devices,
   one device (`core.strategy` chooses the spread of a sweep).
   """
+  given = f"'mesh.sweep' = {sweep_devices}, 'mesh.data' = {data_devices}"
   if host_split():
     sweep_devices = 1 if sweep_devices == -1 else sweep_devices
     data_devices = 1 if data_devices == -1 else data_devices
@@ -69,11 +70,13 @@ def make_mesh(num_members: int, sweep_devices: int = -1, data_devices: int = -1)
   if data_devices == -1:
     data_devices = n // sweep_devices
   if sweep_devices < 1 or data_devices < 1 or sweep_devices * data_devices > n:
-    raise ConfigError(f'mesh ({sweep_devices} sweep x {data_devices} data devices) does not fit the '
-                      f'{n} devices available')
+    raise ConfigError(f'{given}: the mesh ({sweep_devices} sweep x {data_devices} data devices) '
+                      f'does not fit the {n} devices available; lower mesh.sweep or mesh.data '
+                      f'(-1: automatic)')
   if num_members % sweep_devices:
-    raise ConfigError(f'{num_members} sweep members cannot be split evenly over {sweep_devices} '
-                      f'sweep devices; choose mesh.sweep dividing the number of members')
+    raise ConfigError(f'{given}: {num_members} sweep members cannot be split evenly over '
+                      f'{sweep_devices} sweep devices; choose mesh.sweep dividing the number of '
+                      f'members')
   return jax.make_mesh((sweep_devices, data_devices), (SWEEP, DATA),
                        axis_types=(jax.sharding.AxisType.Auto,) * 2,
                        devices=devices[:sweep_devices * data_devices])

@@ -18,6 +18,7 @@ What an object store gives, and what it does not (what the callers below rely on
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from typing import Union
@@ -30,6 +31,26 @@ PathLike = Union[str, os.PathLike]
 def is_url(path: PathLike) -> bool:
   """True for `scheme://...` (a bucket or any other epath / fsspec backend); False for local paths."""
   return '://' in os.fspath(path)
+
+
+# etils.epath's URL schemes, and the package each needs where epath reads it through fsspec (without
+# TensorFlow), with the command installing it.
+SCHEMES = ('gs', 's3', 'az', 'hf')
+_BACKENDS = {'gs': ('gcsfs', "pip install 'jaxdyn[gcs]'"), 's3': ('s3fs', 'pip install s3fs'),
+             'az': ('adlfs', 'pip install adlfs'), 'hf': ('huggingface_hub', "pip install 'jaxdyn[hub]'")}
+
+
+def url_problem(url: PathLike) -> str | None:
+  """Why `url` cannot be a workdir here (a scheme epath does not know, a backend package not
+  installed), in a few words; None where it can. Nothing is read from the store."""
+  scheme = os.fspath(url).split('://', 1)[0]
+  if scheme not in SCHEMES:
+    return (f'unknown scheme {scheme + "://"!r}; a workdir is a local path or a URL '
+            f'({", ".join(s + "://" for s in SCHEMES)})')
+  package, install = _BACKENDS[scheme]
+  if importlib.util.find_spec('tensorflow') is None and importlib.util.find_spec(package) is None:
+    return f'{scheme}:// needs the {package} package, not installed: {install}'
+  return None
 
 
 def as_path(path: PathLike) -> epath.Path:

@@ -49,9 +49,13 @@ def _value(tree, dotted: str):
   return tree
 
 
+SHOWN_FIELDS = 4   # a refused resume names at most this many of the differing fields
+
+
 def check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:
   """Refuses to resume a workdir whose checkpoints were made with other values of result-changing
-  fields, naming each field with the saved and the asked value."""
+  fields, naming the first `SHOWN_FIELDS` with the saved and the asked value (and how many more);
+  a workdir of another experiment is named as such first."""
   saved = meta.get('config') or {}
   if not saved or not config_json:
     return
@@ -62,11 +66,21 @@ def check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:
 
   diff = [f for f in differing_fields(saved, config_json)
           if f not in RESUMABLE_CHANGES and not same_as_before_the_field_existed(f)]
-  if diff:
-    held = ', '.join(f'{f}={_value(saved, f)!r}' for f in diff)
-    asked = ', '.join(f'{f}={_value(config_json, f)!r}' for f in diff)
-    raise ConfigError(f'workdir {workdir} holds a run with {held}; refusing to resume it with '
-                      f'{asked} (use a new workdir, or the original values)')
+  if not diff:
+    return
+  shown = diff[:SHOWN_FIELDS]
+  more = f' and {len(diff) - len(shown)} more fields' if len(diff) > len(shown) else ''
+  held = ', '.join(f'{f}={_value(saved, f)!r}' for f in shown) + more
+  asked = ', '.join(f'{f}={_value(config_json, f)!r}' for f in shown) + more
+  if 'experiment' in diff:
+    others = [f for f in diff if f != 'experiment']
+    raise ConfigError(
+        f'workdir {workdir} holds a run of experiment {saved.get("experiment")!r}, not '
+        f'{config_json.get("experiment")!r}; refusing to resume it (config field \'experiment\'; '
+        f'{len(others)} other fields differ, first {", ".join(others[:SHOWN_FIELDS]) or "none"}); '
+        f'use a new workdir')
+  raise ConfigError(f'workdir {workdir} holds a run with {held}; refusing to resume it with '
+                    f'{asked} (use a new workdir, or the original values)')
 
 
 FEED_POSITION = 'feed_position'   # the meta key of a `Task.feed`'s positions, one row per process

@@ -90,6 +90,9 @@ def _num_train(modulus: int, train_fraction: float) -> int:
 RELATIONS = (
     C.relation(('analysis.fourier', 'data.operation'), lambda f, op: not f or op == 'add',
                'the Fourier analysis (CoGS) is for data.operation=add'),
+    # its r-monitors average over the frequencies 1 .. (d - 1) / 2: none at d = 2 (NaN, warnings)
+    C.relation(('analysis.fourier', 'data.modulus'), lambda f, d: not f or d >= 3,
+               'the Fourier analysis (CoGS) needs data.modulus >= 3 (a nonzero frequency pair)'),
     C.relation(('data.train_fraction', 'data.modulus'), lambda f, d: _num_train(d, f) >= 1,
                'no training pair is left out of data.modulus² pairs'),
     C.relation(('data.batch_size', 'data.train_fraction', 'data.modulus'),

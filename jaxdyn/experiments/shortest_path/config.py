@@ -109,6 +109,11 @@ RELATIONS = (
                'opt.warmup_steps must be < train.steps'),
     C.heads_divide_width(),
     C.even_head_dim(positions='model.positions'),
+    # k eigenvectors besides the constant one of a line graph of at most max_edges nodes
+    # (`spectral.embedding_vs_spectrum` skips k >= E - 1): a larger k gives an empty table.
+    C.relation(('analysis.dims', 'data.max_edges'), lambda dims, e: max(dims) < e - 1,
+               'every k of analysis.dims must be < data.max_edges - 1 (a graph has at most '
+               'data.max_edges edges; k >= edges - 1 has no correlation to report)'),
 )
 
 
