@@ -15,8 +15,10 @@ With a GGUF model (`--model=smollm2-135m`, fetched once by `python launch/fetch_
 smollm2-135m`, or a *.gguf path) and `--out=DIR` the whole study runs instead
 (`jaxdyn.studies.streaming_pretrained`): the file's own tokenizer, 4096 tokens of the King James
 Bible from 2 Samuel 24:2 and of CPython's reference documentation (`--texts`), dense,
-window, 1/2/4 sinks, 4 newlines as sinks and the re-computed window at caches 256 and 1024, the
-perplexity per block, time and memory per setting, the attention on the first tokens per layer and
+window, 1/2/4 sinks, 4 newlines as sinks and the re-computed window at caches 256 and 1024 (each
+streamed setting one forward pass over the stream, equal to the token-by-token cache:
+`streaming.parallel_nll`), the perplexity per block, time and memory per setting, the cost per
+token of the cache against the re-computed window, the attention on the first tokens per layer and
 head and the massive activations; DIR gets streaming.json, streaming.md and three PNGs:
 
   python launch/streaming_eval.py --model=smollm2-135m --out=workdirs/streaming_smollm2
@@ -63,8 +65,11 @@ _MERGE = flags.DEFINE_list('merge', [], 'GGUF study: join the streaming.json of 
 _SKIP = flags.DEFINE_list('skip', [], "GGUF study: parts left out, of 'dense', 'statistics', "
                           "'streamed'.")
 _RECOMPUTE = flags.DEFINE_integer('recompute_tokens', study.Spec.recompute_tokens,
-                                  'GGUF study: token-forwards per re-computed window (it scores '
-                                  'every (N·C / this)-th target; 0: not run).')
+                                  'GGUF study: token-forwards of the re-computed window (it scores '
+                                  'every ((N − 1 − C)·C / this)-th target from t = C; 0: not run).')
+_LATENCY = flags.DEFINE_integer('latency_tokens', study.Spec.latency_tokens,
+                                'GGUF study: tokens streamed one per step to time the cache (0: not '
+                                'run).')
 flags.mark_flag_as_required('model')
 DOWNLOAD = ('huggingface-cli download EleutherAI/pythia-160m config.json model.safetensors '
             'tokenizer.json --local-dir checkpoints/pythia-160m')
@@ -87,7 +92,8 @@ def main(argv):
     spec = study.Spec(num_tokens=_NUM_TOKENS.value, texts=tuple(_TEXTS.value),
                       cache_sizes=tuple(int(c) for c in _CACHE_SIZES.value),
                       sinks=tuple(sorted({0, *(int(k) for k in _SINKS.value)})),
-                      recompute_tokens=_RECOMPUTE.value, dense='dense' not in _SKIP.value,
+                      recompute_tokens=_RECOMPUTE.value, latency_tokens=_LATENCY.value,
+                      dense='dense' not in _SKIP.value,
                       statistics='statistics' not in _SKIP.value,
                       streamed='streamed' not in _SKIP.value)
     study.run(config, params, tokenizers.load(f'gguf:{_MODEL.value}'), _OUT.value, spec,

@@ -1,6 +1,7 @@
 """Tests of jaxdyn.models.streaming: the sink + window ring-buffer cache with position rolling."""
 
 import collections
+import dataclasses
 import functools
 
 from absl.testing import absltest, parameterized
@@ -175,6 +176,57 @@ class StreamingCacheTest(parameterized.TestCase):
     # num_sink as an array (one program for every k+(S−k) of a size): the same numbers
     np.testing.assert_array_equal(
         streaming.streaming_nll_of_size(config, params, x, np.int32(2), spec.size), nll)
+
+  @parameterized.parameters(
+      # (attention, cache size, num_sink, query block, layers): GQA (6 query heads on 2 KV heads),
+      # blocks that do and do not divide the stream, the learned per-head sink logit, partial RoPE
+      ('softmax', 5, 0, 4, {}), ('softmax', 5, 1, 16, {}), ('softmax', 5, 4, 128, {}),
+      ('softmax', 12, 0, 7, {}), ('softmax', 12, 4, 16, {}), ('sink', 12, 1, 16, {}),
+      ('softmax', 33, 4, 8, dict(rope_dim=2)), ('softmax', 12, 2, 16, dict(scan_layers=True)))
+  def test_parallel_stream_equals_the_token_by_token_stream(self, attention, size, num_sink, block,
+                                                            overrides):
+    # The rolled cache's NLLs from one forward pass (StreamingLLM Sec. 3.2 evaluated in parallel)
+    # are those of the cache streamed one token per step, before and after the first eviction.
+    config = small_config(attention=attention, num_layers=3, d_model=24, num_heads=6,
+                          num_kv_heads=2, **overrides)
+    params = init(config)
+    if attention == 'sink':
+      for i in range(config.num_layers):
+        params[f'layer_{i}']['attn']['sink'] = jnp.linspace(-1.0, 2.0, config.num_heads) + i
+    x = tokens(2, 47)
+    reference_params = (transformer.unstack_layers(params, config.num_layers)
+                        if config.scan_layers else params)
+    reference_config = dataclasses.replace(config, scan_layers=False)
+    streamed = streaming.streaming_nll_of_size(reference_config, reference_params, x,
+                                               np.int32(num_sink), size)
+    parallel = streaming.parallel_nll(config, params, x, np.int32(num_sink), size, block=block)
+    np.testing.assert_allclose(parallel, streamed, atol=2e-5, rtol=2e-5)
+    # Not vacuous: past the first eviction the cache is not dense attention.
+    dense = streaming.dense_nll(reference_config, reference_params, x)
+    np.testing.assert_allclose(parallel[:, :size - 1], dense[:, :size - 1], atol=2e-5, rtol=2e-5)
+    self.assertGreater(float(jnp.max(jnp.abs(parallel[:, size:] - dense[:, size:]))), 1e-3)
+
+  def test_parallel_stream_serves_every_number_of_sinks_from_one_program(self):
+    config = small_config(num_heads=4, num_kv_heads=1)
+    params = init(config)
+    x = tokens(1, 40)
+    size = 9
+    compiled = jax.jit(lambda p, x, k: streaming.parallel_nll(config, p, x, k, size, 4, 16)).lower(
+        params, x, np.int32(0)).compile()
+    by_sinks = {}
+    for k in (0, 1, 2, 4):
+      by_sinks[k] = compiled(params, x, np.int32(k))
+      np.testing.assert_allclose(
+          by_sinks[k], streaming.streaming_nll(config, params, x, streaming.CacheSpec.of_size(k, size)),
+          atol=2e-5, rtol=2e-5, err_msg=f'{k} sinks')
+    self.assertGreater(float(jnp.max(jnp.abs(by_sinks[0] - by_sinks[4]))), 1e-3)
+    # the cache covering the stream: dense attention
+    np.testing.assert_allclose(streaming.parallel_nll(config, params, x, np.int32(4), 64),
+                               streaming.dense_nll(config, params, x), atol=2e-5, rtol=2e-5)
+    with self.assertRaisesRegex(ConfigError, 'max_sinks'):
+      streaming.parallel_nll(config, params, x, 5, size)
+    with self.assertRaisesRegex(ConfigError, 'cache_size'):
+      streaming.parallel_nll(config, params, x, 4, 4)
 
   def test_greedy_generation_with_the_cache_equals_dense_decoding_while_it_fits(self):
     config = small_config()

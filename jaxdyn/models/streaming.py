@@ -11,6 +11,10 @@ Evaluations (per-token NLL of a stream, token i + 1 predicted from tokens ≤ i)
   streaming_nll   the sink + window cache, one token per `lax.scan` step; num_sink = 0 is the
                   window-only cache (StreamingLLM's "window attention"); `streaming_nll_of_size`
                   takes num_sink as an array: one compiled program for every k+(S−k) of a size
+                  (the reference: the cache as the paper runs it)
+  parallel_nll    the same NLLs from ONE forward pass over the whole stream (`parallel_logits`):
+                  with position rolling every score depends only on a distance inside the cache,
+                  which is known in advance for every (query, key) pair (see there)
   recompute_nll   sliding window with re-computation: every token re-reads the last `window`
                   tokens from scratch at positions 0..window−1 (StreamingLLM's baseline (c))
   dense_nll       dense attention over the whole stream in one forward pass (positions 0..N−1)
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+
+import flax.linen as nn
 
 import jax
 import jax.numpy as jnp
@@ -199,6 +205,156 @@ def _streamed_nll(config, params, tokens_BxN, num_sink, size):
   _, nll_NxB = jax.lax.scan(step, cache, (jnp.arange(n, dtype=jnp.int32), tokens_BxN[:, :-1].T,
                                           tokens_BxN[:, 1:].T))
   return nll_NxB.T
+
+
+def _rolled_attention(config: transformer.DecoderConfig, attn_params: dict, x_BxTxD: jax.Array,
+                      num_sink: jax.Array, size: int, max_sinks: int, block: int) -> jax.Array:
+  """The attention output B×T×D of every token of a stream as the sink + window cache streams it
+  (`parallel_logits`), from the layer's params and its input B×T×D, queries in blocks of `block`
+  against the band of keys they can see; num_sink ≤ max_sinks may be traced."""
+  cfg = config
+  batch, length = x_BxTxD.shape[:2]
+  max_sinks = min(max_sinks, length)
+  heads, kv_heads, head_dim = cfg.num_heads, cfg.kv_heads, cfg.dim_per_head
+  groups = heads // kv_heads
+
+  def project(name, x, features):   # as `nn.Dense` computes it (`transformer._dense`)
+    p = attn_params[name]
+    x, kernel = x.astype(cfg.dtype), p['kernel'].astype(cfg.dtype)
+    y = jax.lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())))
+    return y + p['bias'].astype(cfg.dtype) if 'bias' in p else y
+
+  q = project('query', x_BxTxD, heads * head_dim).reshape(batch, length, heads, head_dim)
+  k_raw = project('key', x_BxTxD, kv_heads * head_dim).reshape(batch, length, kv_heads, head_dim)
+  v = project('value', x_BxTxD, kv_heads * head_dim).reshape(batch, length, kv_heads, head_dim)
+  rope = (functools.partial(transformer._rope, cfg) if cfg.positions == 'rope'   # pylint: disable=protected-access
+          else lambda x, positions: x)
+  t_T = jnp.arange(length, dtype=jnp.int32)
+  q = rope(q, t_T)   # every query at its stream position t
+  k = rope(k_raw, t_T)
+  n = jnp.asarray(num_sink, jnp.int32)
+  window = size - n
+  scale = cfg.qk_scale if cfg.qk_scale is not None else head_dim ** -0.5
+
+  # Window keys: the band j ∈ [t − window + 1, t], j ≥ num_sink, at their stream positions; query
+  # block b (queries b·Q ... b·Q + Q − 1) reads keys b·Q − (size − 1) ... b·Q + Q − 1 (front-padded).
+  q_block = min(block, length)
+  num_blocks = -(-length // q_block)
+  pad_front, pad_back = size - 1, num_blocks * q_block - length
+  span = q_block + size - 1
+  pad = lambda a, front, back: jnp.pad(a, ((0, 0), (front, back), (0, 0), (0, 0)))
+  q_BxNbxQxKxGxH = pad(q, 0, pad_back).reshape(batch, num_blocks, q_block, kv_heads, groups,
+                                              head_dim)
+  key_index_NbxL = (jnp.arange(num_blocks)[:, None] * q_block + jnp.arange(span)[None, :])
+  k_BxNbxLxKxH = pad(k, pad_front, pad_back)[:, key_index_NbxL]
+  v_BxNbxLxKxH = pad(v, pad_front, pad_back)[:, key_index_NbxL]
+  query_NbxQ = jnp.arange(num_blocks * q_block).reshape(num_blocks, q_block)
+  key_NbxL = key_index_NbxL - pad_front   # stream index of each key (< 0: padding)
+  delta = query_NbxQ[:, :, None] - key_NbxL[:, None, :]
+  window_mask_NbxQxL = (delta >= 0) & (delta < window) & (key_NbxL[:, None, :] >= n)
+  scores_win = jnp.einsum('bnqkgh,bnlkh->bkgnql', q_BxNbxQxKxGxH,
+                          k_BxNbxLxKxH.astype(q.dtype)) * scale
+
+  # Sink keys s < num_sink: inside the cache at position s while the query sits at
+  # min(t, size − 1): distance min(t, size − 1) − s, i.e. key s rotated at max(0, t − size + 1) + s
+  # against the query at t (a T×max_sinks block per head).
+  if max_sinks:
+    evicted_T = jnp.maximum(0, t_T - size + 1)
+    sink_pos_TxM = evicted_T[:, None] + jnp.arange(max_sinks)[None, :]
+    k_sink_BxTMxKxH = jnp.broadcast_to(
+        k_raw[:, None, :max_sinks], (batch, length, max_sinks, kv_heads, head_dim)).reshape(
+            batch, length * max_sinks, kv_heads, head_dim)
+    k_sink = rope(k_sink_BxTMxKxH, sink_pos_TxM.reshape(-1)).reshape(
+        batch, length, max_sinks, kv_heads, head_dim)
+    k_sink_BxNbxQxMxKxH = jnp.pad(k_sink, ((0, 0), (0, pad_back), (0, 0), (0, 0), (0, 0))).reshape(
+        batch, num_blocks, q_block, max_sinks, kv_heads, head_dim)
+    scores_sink = jnp.einsum('bnqkgh,bnqmkh->bkgnqm', q_BxNbxQxKxGxH,
+                             k_sink_BxNbxQxMxKxH.astype(q.dtype)) * scale
+    s_M = jnp.arange(max_sinks)
+    sink_mask_NbxQxM = (s_M[None, None, :] < n) & (s_M[None, None, :] <= query_NbxQ[:, :, None])
+    scores = jnp.concatenate([scores_sink, scores_win], axis=-1)
+    mask = jnp.concatenate([sink_mask_NbxQxM, window_mask_NbxQxL], axis=-1)
+  else:
+    scores, mask = scores_win, window_mask_NbxQxL
+  # One normalisation over [sinks | window] (and the learned sink logit of attention='sink').
+  shape = scores.shape
+  sink_logit_N = attn_params.get('sink')
+  weights = transformer.attention_weights(
+      scores.reshape(batch, heads, -1, shape[-1]), mask.reshape(-1, shape[-1]), cfg.attention,
+      sink_logit_N).reshape(shape).astype(cfg.dtype)
+  out = jnp.einsum('bkgnql,bnlkh->bnqkgh', weights[..., max_sinks:],
+                   v_BxNbxLxKxH.astype(cfg.dtype))
+  if max_sinks:
+    v_sink_BxMxKxH = v[:, :max_sinks].astype(cfg.dtype)
+    out += jnp.einsum('bkgnqm,bmkh->bnqkgh', weights[..., :max_sinks], v_sink_BxMxKxH)
+  out_BxTxH = out.reshape(batch, num_blocks * q_block, heads * head_dim)[:, :length]
+  if cfg.identity_out:   # the kernel is the identity (`transformer.IdentityDense`)
+    p = attn_params['out']
+    return out_BxTxH + p['bias'].astype(cfg.dtype) if 'bias' in p else out_BxTxH
+  return project('out', out_BxTxH, cfg.d_model)
+
+
+def parallel_logits(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
+                    num_sink: jax.Array, size: int, max_sinks: int = 4,
+                    block: int = 128) -> jax.Array:
+  """The logits B×N×V of `streaming_logits_of_size` (the sink + window cache with position
+  rolling, StreamingLLM Sec. 3.2, "Rolling KV Cache with Attention Sinks"), from ONE forward pass
+  over the stream instead of N cache steps; num_sink ≤ `max_sinks` (an int or a traced array).
+
+  With keys cached before RoPE and rotated at their rank in the cache, the score of query t and a
+  cached key depends only on their distance inside the cache. Before the first eviction (t < size)
+  the cache is the prefix at its own positions: causal attention. After it, window token j sits at
+  rank j − t + size − 1 and the query at size − 1: distance t − j, the stream's own, so the window
+  is a causal band of `size − num_sink` keys at stream positions; sink s sits at rank s: distance
+  size − 1 − s, which is the key rotated at t − size + 1 + s against the query at t. Both cases:
+  sink s at distance min(t, size − 1) − s, window keys j ≥ num_sink with t − j < size − num_sink,
+  one softmax over both. A token's key and value at layer l depend only on its own state at layer
+  l − 1, so every layer's states, and the logits, are those of the token-by-token stream (to
+  float rounding: the rotation angles differ). Only the attention differs from the decoder's
+  forward pass (`flax.linen.intercept_methods` replaces `transformer.Attention`'s call); queries
+  go in blocks of `block` against the band of keys they can see (memory T·(block + size) scores
+  per head, not T²).
+  """
+  check_streamable(config)
+  _check_sinks(num_sink, size, max_sinks)
+
+  def rolled(next_fun, args, kwargs, context):
+    if not (isinstance(context.module, transformer.Attention) and context.method_name == '__call__'):
+      return next_fun(*args, **kwargs)
+    x_BxTxD = args[0]
+    attn_params = context.module.variables['params']
+    return _rolled_attention(config, attn_params, x_BxTxD, num_sink, size, max_sinks,
+                             block), None
+
+  with nn.intercept_methods(rolled):
+    return transformer.Decoder(config).apply({'params': params}, tokens_BxN)
+
+
+def parallel_nll(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
+                 num_sink: jax.Array, size: int, max_sinks: int = 4,
+                 block: int = 128) -> jax.Array:
+  """NLL B×(N−1) of tokens 1..N−1 streamed through `CacheSpec.of_size(num_sink, size)`: the
+  values of `streaming_nll_of_size` from one forward pass (`parallel_logits`). One compiled
+  program per size serves every num_sink ≤ max_sinks (refused here when num_sink is concrete
+  and out of range; a traced num_sink is the caller's to check)."""
+  _check_sinks(num_sink, size, max_sinks)
+  return _parallel_nll(config, params, tokens_BxN, num_sink, size, max_sinks, block)
+
+
+@functools.partial(jax.jit, static_argnames=('config', 'size', 'max_sinks', 'block'))
+def _parallel_nll(config, params, tokens_BxN, num_sink, size, max_sinks, block):
+  logits = parallel_logits(config, params, tokens_BxN[:, :-1], num_sink, size, max_sinks, block)
+  return _token_nll(logits, tokens_BxN[:, 1:])
+
+
+def _check_sinks(num_sink, size: int, max_sinks: int) -> None:
+  """Refuses a concrete num_sink outside [0, max_sinks] or ≥ size (`CacheSpec.of_size`)."""
+  if isinstance(num_sink, jax.core.Tracer):
+    return
+  k = int(num_sink)
+  if not 0 <= k <= max_sinks:
+    raise ConfigError(f'num_sink={k} is invalid: must be in [0, max_sinks={max_sinks}]')
+  CacheSpec.of_size(k, size)
 
 
 @functools.partial(jax.jit, static_argnames=('config', 'window', 'chunk', 'start', 'stride'))

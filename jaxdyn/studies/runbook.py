@@ -458,8 +458,9 @@ def block_perplexities(nll_N: np.ndarray, block: int) -> list[float]:
 
 
 def run_streaming(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
-  """Dense once, then per cache size: window (0+C), k sinks + window for each k > 0 of `--sinks`,
-  and the re-computed window; each timed (its first call includes its compile: the streamed
+  """Dense once, then per cache size: window (0+C), k sinks + window for each k > 0 of `--sinks`
+  (each one forward pass over the stream, `streaming.parallel_nll`, equal to the token-by-token
+  cache), and the re-computed window; each timed (its first call includes its compile: the streamed
   settings of one cache size share one program) with the device's peak memory after it."""
   del workdir
   dtype = getattr(jnp, opts.dtype)
@@ -478,8 +479,8 @@ def run_streaming(opts, out: str, workdir: str) -> tuple[dict, list[dict]]:
   for size in caches:
     for k in [0, *[k for k in sinks if k > 0]]:
       settings.append((f'{k}+{size - k}', size,
-                       lambda k=k, size=size: streaming.streaming_nll_of_size(
-                           config, params, tokens_1xN, np.int32(k), size)))
+                       lambda k=k, size=size: streaming.parallel_nll(   # one forward pass
+                           config, params, tokens_1xN, np.int32(k), size, max([4, *sinks]))))
     settings.append((f'recompute {size}', size, lambda size=size: streaming.recompute_nll(
         config, params, tokens_1xN, size, 64)))
   measured, rows = [], []

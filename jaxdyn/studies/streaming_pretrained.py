@@ -10,16 +10,21 @@ King James Bible from 2 Samuel 24:2, and the Python reference documentation that
   k+(C−k)       k = 1, 2, 4 attention sinks + the C − k most recent tokens (position rolling)
   4"\\n"+(C−4)  the same cache with the stream's first four tokens replaced by newlines: the
                 sinks' content does not matter, their position does (the paper's Table 1)
-  recompute     the sliding window re-computed for every stride-th target (each costs a forward
-                pass over C tokens, so stride = N·C / `recompute_tokens`: the same cost at every
-                C; the first text only; the paper's baseline (c))
-The streaming settings of one cache size run, for all texts, as one compiled program (`jax.vmap`
-over the number of sinks and the stream: the weights are read once per streamed token for all of
-them; a step is bound by reading the 0.5 GB of float32 weights), token by
-token through `models/streaming.py`'s cache. Perplexity is exp(mean NLL) over the targets
-4..N−1 (every row scores the same tokens: the newline row's first inputs are not the text's) and
-over the targets after the first eviction (t ≥ C); per block of `block` targets for the figure
-(the paper's Fig. 3).
+  recompute     the sliding window re-computed for every stride-th target from the first eviction
+                on (t = C, C + stride, ...; each a forward pass over C tokens, so stride =
+                ⌈(N − 1 − C)·C / `recompute_tokens`⌉: the same cost at every C; the first text
+                only; the paper's baseline (c)); every row of that text also gets its perplexity
+                at these targets, the paired comparison
+Every streamed setting is ONE forward pass over the stream (`streaming.parallel_nll`: the rolled
+cache of StreamingLLM Sec. 3.2 evaluated for all targets at once, equal to the token-by-token
+cache to float rounding, `tests/models_streaming_test.py`), through one program per cache size
+(the number of sinks is an argument). Perplexity is exp(mean NLL) over the targets 4..N−1 (every
+row scores the same tokens: the newline row's first inputs are not the text's), over the targets
+after the first eviction (t ≥ C), and at the re-computed targets; per block of `block` targets for
+the figure (the paper's Fig. 3). Time (wall and CPU seconds of the process) and XLA's temporary
+memory per setting; the KV cache a deployed stream holds (C slots, whatever N); and the cost per
+token of the cache streamed one token per step against the re-computed window's per target
+(`decode_latency`, the paper's Fig. 10).
 
 Also, from dense forward passes over windows of the text: the attention each head pays to the first
 tokens, per layer (the paper's Fig. 2; uniform causal attention would give (ln T)/T), and the
@@ -75,6 +80,7 @@ class Spec:
   dense: bool = True                # the dense row (one forward over the stream, per text)
   statistics: bool = True           # the attention and massive-activation statistics
   streamed: bool = True             # the window, sink and newline rows
+  latency_tokens: int = 32          # tokens streamed one by one to time the cache's step (0: not)
 
 
 def kjv_text() -> str:
@@ -99,19 +105,31 @@ def stream(tokenizer: tokenizers.Tokenizer, name: str, num_tokens: int) -> np.nd
   return np.asarray(ids[:num_tokens], np.int32)
 
 
-def _timed(fn: Callable, *args) -> tuple[Any, dict[str, float]]:
-  """fn(*args) compiled ahead of time: (its output, {'compile_s', 'run_s', 'temp_mib',
-  'args_mib'}: XLA's buffer sizes of the compiled program)."""
-  begin = time.perf_counter()
+def _compile(fn: Callable, *args) -> tuple[Callable, dict[str, float]]:
+  """fn compiled ahead of time for args: (the program, {'compile_s', 'compile_cpu_s', 'temp_mib',
+  'args_mib'}: XLA's buffer sizes of the program)."""
+  begin, cpu = time.perf_counter(), time.process_time()
   compiled = jax.jit(fn).lower(*args).compile()
-  compiled_at = time.perf_counter()
-  out = jax.block_until_ready(compiled(*args))
-  done = time.perf_counter()
   memory = compiled.memory_analysis()
   mib = lambda n: float(n) / 2**20
-  return out, {'compile_s': compiled_at - begin, 'run_s': done - compiled_at,
-               'temp_mib': mib(getattr(memory, 'temp_size_in_bytes', 0)),
-               'args_mib': mib(getattr(memory, 'argument_size_in_bytes', 0))}
+  return compiled, {'compile_s': time.perf_counter() - begin,
+                    'compile_cpu_s': time.process_time() - cpu,
+                    'temp_mib': mib(getattr(memory, 'temp_size_in_bytes', 0)),
+                    'args_mib': mib(getattr(memory, 'argument_size_in_bytes', 0))}
+
+
+def _run(compiled: Callable, *args) -> tuple[Any, dict[str, float]]:
+  """(compiled(*args), {'run_s', 'cpu_s'}): wall and CPU seconds of this process (all threads)."""
+  begin, cpu = time.perf_counter(), time.process_time()
+  out = jax.block_until_ready(compiled(*args))
+  return out, {'run_s': time.perf_counter() - begin, 'cpu_s': time.process_time() - cpu}
+
+
+def _timed(fn: Callable, *args) -> tuple[Any, dict[str, float]]:
+  """fn(*args) compiled ahead of time, then run once: its output and both costs."""
+  compiled, cost = _compile(fn, *args)
+  out, run_cost = _run(compiled, *args)
+  return out, {**cost, **run_cost}
 
 
 def kv_cache_mib(config: transformer.DecoderConfig, slots: int) -> float:
@@ -122,45 +140,62 @@ def kv_cache_mib(config: transformer.DecoderConfig, slots: int) -> float:
 
 def streaming_settings(config, params, tokens_XxN: np.ndarray, size: int, sinks: Sequence[int],
                        newline_id: int | None, newline_sinks: int):
-  """NLL X×S×(N−1) of every streaming setting of one cache size for X texts, in one compiled
-  program (the weights are read once per step for all X·S streams): the settings are k+(size−k)
-  for k in `sinks` (k = 0: window attention), then, with `newline_id`, the newline_sinks-sink cache
-  over the stream whose first newline_sinks tokens are newlines."""
-  labels = [f'{k}+{size - k}' for k in sinks]
-  num_sink = list(sinks)
-  streams = [[tokens_N] * len(sinks) for tokens_N in tokens_XxN]
+  """(labels S, NLL X×S×(N−1), costs X×S) of every streaming setting of one cache size for X
+  texts: k+(size−k) for k in `sinks` (k = 0: window attention), then, with `newline_id`, the
+  newline_sinks-sink cache over the stream whose first newline_sinks tokens are newlines. Each is
+  one forward pass over the stream (`streaming.parallel_nll`, equal to the token-by-token cache),
+  all through one program compiled once per size (the number of sinks is an argument; the
+  compilation's cost is in the first setting's row)."""
+  settings = [(f'{k}+{size - k}', k, False) for k in sinks]   # (label, sinks, newlines first)
   if newline_id is not None and newline_sinks:
-    labels.append(f'{newline_sinks}"\\n"+{size - newline_sinks}')
-    num_sink.append(newline_sinks)
-    for rows, tokens_N in zip(streams, tokens_XxN):
-      replaced = tokens_N.copy()
-      replaced[:newline_sinks] = newline_id
-      rows.append(replaced)
-  for k in num_sink:
+    settings.append((f'{newline_sinks}"\\n"+{size - newline_sinks}', newline_sinks, True))
+  for _, k, _ in settings:
     streaming.CacheSpec.of_size(k, size)   # refuses k >= size
-  streams_RxN = np.asarray(streams).reshape(-1, tokens_XxN.shape[1])
-  num_sink_R = np.tile(np.asarray(num_sink, np.int32), len(tokens_XxN))
+  max_sinks = max(k for _, k, _ in settings)
+  nll = lambda p, toks_1xN, k: streaming.parallel_nll(config, p, toks_1xN, k, size, max_sinks)[0]
+  program, compiled = _compile(nll, params, jnp.asarray(tokens_XxN[:1]), jnp.int32(0))
+  nll_XxSxN, costs_XxS = [], []
+  for tokens_N in tokens_XxN:
+    nll_XxSxN.append([])
+    costs_XxS.append([])
+    for _, k, newlines in settings:
+      streamed_N = tokens_N.copy()
+      if newlines:
+        streamed_N[:k] = newline_id
+      out, cost = _run(program, params, jnp.asarray(streamed_N)[None], jnp.int32(k))
+      nll_XxSxN[-1].append(np.asarray(out))
+      costs_XxS[-1].append({**compiled, **cost})
+      compiled = {**compiled, 'compile_s': 0.0, 'compile_cpu_s': 0.0}   # counted once
+  return [label for label, _, _ in settings], np.asarray(nll_XxSxN), costs_XxS
 
-  def nll(params, streams_RxN, num_sink_R):
-    one = lambda toks_N, k: streaming.streaming_nll_of_size(config, params, toks_N[None], k,
-                                                           size)[0]
-    return jax.vmap(one)(streams_RxN, num_sink_R)
 
-  out, cost = _timed(nll, params, jnp.asarray(streams_RxN), jnp.asarray(num_sink_R))
-  return labels, np.asarray(out).reshape(len(tokens_XxN), len(labels), -1), cost
+def dense(config, params, tokens_XxN: np.ndarray):
+  """NLL X×(N−1) with dense attention over each whole stream, and the costs (one program; its
+  compilation in the first text's)."""
+  fn = lambda p, t: streaming.dense_nll(config, p, t)[0]
+  program, compiled = _compile(fn, params, jnp.asarray(tokens_XxN[:1]))
+  nll_XxN, costs = [], []
+  for tokens_N in tokens_XxN:
+    out, cost = _run(program, params, jnp.asarray(tokens_N)[None])
+    nll_XxN.append(np.asarray(out))
+    costs.append({**compiled, **cost})
+    compiled = {**compiled, 'compile_s': 0.0, 'compile_cpu_s': 0.0}
+  return np.asarray(nll_XxN), costs
 
 
-def dense(config, params, tokens_N: np.ndarray):
-  """NLL (N−1,) with dense attention over the whole stream, and its cost."""
-  out, cost = _timed(lambda p, t: streaming.dense_nll(config, p, t)[0], params,
-                     jnp.asarray(tokens_N)[None])
-  return np.asarray(out), cost
+def recompute_targets(num_tokens: int, size: int, budget: int) -> np.ndarray:
+  """The targets (input positions t, predicting t + 1) the re-computed window scores: from the
+  first eviction (t = size) on, every stride-th, stride = ⌈(N − 1 − size)·size / budget⌉, so
+  that the windows read about `budget` tokens (before t = size the window is the prefix: dense
+  attention, and every cache gives the same NLL)."""
+  stride = max(1, -(-(num_tokens - 1 - size) * size // budget))
+  return np.arange(size, num_tokens - 1, stride)
 
 
-def recompute(config, params, tokens_N: np.ndarray, size: int, stride: int, chunk: int):
-  """(targets t scored, NLL at them): the window of `size` tokens re-computed for every
-  stride-th target (inputs t' = stride − 1, 2·stride − 1, ... predicting t' + 1)."""
-  start = stride - 1
+def recompute(config, params, tokens_N: np.ndarray, size: int, targets: np.ndarray, chunk: int):
+  """NLL at `targets` (`recompute_targets`) of the window of `size` tokens re-computed anew for
+  each (StreamingLLM's baseline (c): a forward pass over `size` tokens per target), and its cost."""
+  start, stride = int(targets[0]), int(targets[1] - targets[0]) if len(targets) > 1 else 1
   inputs_1xN = jnp.asarray(tokens_N[:-1])[None]
 
   def nll(p, toks):
@@ -169,7 +204,19 @@ def recompute(config, params, tokens_N: np.ndarray, size: int, stride: int, chun
         logits, jnp.asarray(tokens_N[1 + start::stride]))
 
   out, cost = _timed(nll, params, inputs_1xN)
-  return np.arange(start, len(tokens_N) - 1, stride), np.asarray(out), cost
+  return np.asarray(out), cost
+
+
+def decode_latency(config, params, tokens_N: np.ndarray, size: int, steps: int):
+  """Seconds per streamed token of the token-by-token cache (4 sinks + window, `size` slots:
+  every step attends to all slots, so the cost does not depend on how full the cache is), over
+  `steps` tokens, and the program's compile cost (StreamingLLM's Fig. 10 per-token latency)."""
+  toks = jnp.asarray(tokens_N[:steps + 1])[None]
+  program, cost = _compile(
+      lambda p, t: streaming.streaming_nll_of_size(config, p, t, jnp.int32(min(4, size - 1)), size),
+      params, toks)
+  _, run_cost = _run(program, params, toks)
+  return {**cost, 'run_s': run_cost['run_s'] / steps, 'cpu_s': run_cost['cpu_s'] / steps}
 
 
 def perplexity(nll) -> float:
@@ -227,54 +274,66 @@ def massive_activations(config, params, tokens_N: np.ndarray, window: int) -> di
 
 def measure(config, params, tokens_XxN: np.ndarray, names: Sequence[str], spec: Spec,
             newline_id: int | None, log: Callable[[str], None] = print,
-            with_dense: bool = True) -> dict[str, dict]:
+            dense_nll: dict[str, np.ndarray] | None = None) -> dict[str, dict]:
   """Every perplexity row of each text (module docstring) with its time and memory, and the
-  per-block curves ({'dense': (x, y), '<C>': {setting: (x, y)}}), by text name."""
+  per-block curves ({'dense': (x, y), '<C>': {setting: (x, y)}}), by text name. `dense_nll`:
+  the dense NLL by text; when empty (and `spec.dense`) the dense rows are measured here and it is
+  filled (a later call with the same dict does not repeat them); it gives the dense perplexity at
+  the re-computed targets."""
   skip = max(spec.newline_sinks, 1) - 1   # predictions of tokens 1..skip are left out
   num_tokens = tokens_XxN.shape[1]
   out = {name: {'rows': [], 'curves': {}, 'num_tokens': num_tokens, 'skip': skip}
          for name in names}
 
-  def add(name, cache, setting, targets, nll, cost, note=''):
+  def add(name, cache, setting, targets, nll, cost, **fields):
     targets = np.asarray(targets)
     after = targets >= (int(cache) if cache != 'dense' else 0)
     row = {'cache': cache, 'setting': setting, 'perplexity': perplexity(nll[targets >= skip]),
            'perplexity_all': perplexity(nll),
            'perplexity_after_eviction': perplexity(nll[after]) if cache != 'dense' else None,
-           'targets': int(np.sum(targets >= skip)), 'note': note, **cost}
+           'targets': int(np.sum(targets >= skip)), 'note': '', **cost, **fields}
     out[name]['rows'].append(row)
     log(f'  {name}, cache {cache}, {setting}: perplexity {row["perplexity"]:.3f} '
-        f'({cost["run_s"]:.1f} s, compile {cost["compile_s"]:.1f} s)')
+        f'({cost["run_s"]:.1f} s, {cost["cpu_s"]:.1f} CPU-s; compile {cost["compile_s"]:.1f} s)')
+    return row
 
   def curve(x, y):
     return [np.asarray(x).tolist(), np.asarray(y).tolist()]
 
   targets = np.arange(num_tokens - 1)
-  for name, tokens_N in zip(names, tokens_XxN if with_dense else ()):
-    nll, cost = dense(config, params, tokens_N)
-    add(name, 'dense', f'{num_tokens} tokens', targets, nll, cost)
-    out[name]['curves']['dense'] = curve(*block_perplexity(nll, spec.block))
+  dense_nll = {} if dense_nll is None else dense_nll
+  if spec.dense and not dense_nll:
+    nll_XxN, costs = dense(config, params, tokens_XxN)
+    dense_nll.update(zip(names, nll_XxN))
+    for name, nll, cost in zip(names, nll_XxN, costs):
+      add(name, 'dense', f'{num_tokens} tokens', targets, nll, cost)
+      out[name]['curves']['dense'] = curve(*block_perplexity(nll, spec.block))
   for size in spec.cache_sizes:
-    labels, nll_XxSxN, cost = (streaming_settings(
+    labels, nll_XxSxN, costs_XxS = (streaming_settings(
         config, params, tokens_XxN, size, spec.sinks, newline_id, spec.newline_sinks)
-                               if spec.streamed else ([], [[]] * len(names), {}))
-    streams = len(labels) * len(names)
-    share = {**cost, 'run_s': cost.get('run_s', 0) / max(streams, 1),
-             'kv_cache_mib': kv_cache_mib(config, size)}
-    note = f'one program for {streams} streams ({len(names)} texts): its time / {streams}'
-    stride = max(1, -(-num_tokens * size // spec.recompute_tokens)) if spec.recompute_tokens else 0
-    for name, nll_SxN, tokens_N in zip(names, nll_XxSxN, tokens_XxN):
+                                    if spec.streamed else ([], [[]] * len(names), [[]] * len(names)))
+    scored = (recompute_targets(num_tokens, size, spec.recompute_tokens)
+              if spec.recompute_tokens and size < num_tokens - 1 else ())
+    for name, nll_SxN, costs_S, tokens_N in zip(names, nll_XxSxN, costs_XxS, tokens_XxN):
+      paired = len(scored) and name == names[0]   # the re-computation runs on the first text
+      at_scored = lambda nll: perplexity(nll[scored]) if paired else None
       by_setting = out[name]['curves'][str(size)] = {}
-      for label, nll in zip(labels, nll_SxN):
-        add(name, str(size), label, targets, nll, share, note)
+      for label, nll, cost in zip(labels, nll_SxN, costs_S):
+        add(name, str(size), label, targets, nll, {**cost, 'kv_cache_mib': kv_cache_mib(config, size)},
+            perplexity_at_recompute=at_scored(nll))
         by_setting[label] = curve(*block_perplexity(nll, spec.block))
-      if stride and name == names[0]:
-        scored, nll, cost = recompute(config, params, tokens_N, size, stride,
-                                      spec.recompute_chunk)
-        add(name, str(size), 'recompute', scored, nll, cost,
-            note=f'every {stride}th target ({len(scored)})')
+      if paired:
+        nll, cost = recompute(config, params, tokens_N, size, scored, spec.recompute_chunk)
+        stride = scored[1] - scored[0] if len(scored) > 1 else 1
+        row = add(name, str(size), 'recompute', scored, nll,
+                  {**cost, 'run_s': cost['run_s'], 'kv_cache_mib': kv_cache_mib(config, size)},
+                  perplexity_at_recompute=perplexity(nll))
+        row['note'] = (f'every {stride}th target from t = {size} ({len(scored)}; a forward over '
+                       f'{size} tokens each)')
+        if name in dense_nll:
+          row['note'] += f'; dense at these targets: {at_scored(dense_nll[name]):.2f}'
         x, y = block_perplexity(nll, max(1, spec.block // stride))
-        by_setting['recompute'] = curve(x * stride, y)
+        by_setting['recompute'] = curve(size + x * stride, y)
   return out
 
 
@@ -289,10 +348,29 @@ def markdown(result: dict) -> str:
         measured['rows'],
         {'cache C': 'cache', 'setting': 'setting', 'perplexity': 'perplexity',
          'all targets': 'perplexity_all', 'targets ≥ C': 'perplexity_after_eviction',
-         'targets': 'targets', 'run s': 'run_s', 'compile s': 'compile_s',
+         'at the re-computed targets': 'perplexity_at_recompute', 'targets': 'targets',
+         'run s': 'run_s', 'CPU s': 'cpu_s', 'compile s': 'compile_s',
          'XLA temp MiB': 'temp_mib', 'KV cache MiB': 'kv_cache_mib', 'note': 'note'},
-        {'perplexity': '.2f', 'all targets': '.2f', 'targets ≥ C': '.2f', 'run s': '.1f',
-         'compile s': '.1f', 'XLA temp MiB': '.0f', 'KV cache MiB': '.1f'}))
+        {'perplexity': '.2f', 'all targets': '.2f', 'targets ≥ C': '.2f',
+         'at the re-computed targets': '.2f', 'run s': '.1f', 'CPU s': '.1f', 'compile s': '.1f',
+         'XLA temp MiB': '.0f', 'KV cache MiB': '.1f'}))
+  if result.get('latency'):
+    recompute = {r['cache']: r for r in next(iter(result['texts'].values()))['rows']
+                 if r['setting'] == 'recompute'}
+    rows = [{'cache': c, 'stream_ms': 1e3 * lat['run_s'], 'stream_cpu_ms': 1e3 * lat['cpu_s'],
+             'recompute_ms': (1e3 * recompute[c]['run_s'] / recompute[c]['targets']
+                              if c in recompute else None),
+             'recompute_cpu_ms': (1e3 * recompute[c]['cpu_s'] / recompute[c]['targets']
+                                  if c in recompute else None)}
+            for c, lat in result['latency'].items()]
+    parts.append('## Cost per streamed token: the token-by-token cache (4 sinks + window, one '
+                 'step per token) against the re-computed window (a forward over C tokens per '
+                 'target; StreamingLLM\'s Fig. 10)\n')
+    parts.append(results.markdown_table(
+        rows, {'cache C': 'cache', 'cache step ms': 'stream_ms', 'cache step CPU ms': 'stream_cpu_ms',
+               'recompute ms / target': 'recompute_ms', 'recompute CPU ms / target': 'recompute_cpu_ms'},
+        {'cache step ms': '.1f', 'cache step CPU ms': '.1f', 'recompute ms / target': '.1f',
+         'recompute CPU ms / target': '.1f'}))
   if 'attention' not in result:
     return '\n'.join(parts)
   attn = result['attention']
@@ -345,8 +423,6 @@ def plot_blocks(result: dict, path: str) -> str:
 def plot_attention(result: dict, path: str) -> str:
   """Left: α₀ per layer and head (log colour); right: head-mean attention of the first 16 queries
   in three layers (the paper's Fig. 2)."""
-  if 'attention' not in result:
-    return '\n'.join(parts)
   attn = result['attention']
   first = np.asarray(attn['first_LxHxK'])[:, :, 0]
   maps = np.asarray(attn['map_LxTxT'])
@@ -413,10 +489,13 @@ def run(config, params, tokenizer: tokenizers.Tokenizer, out: str, spec: Spec = 
                                        spec.num_first)
     result['attention'] = {**attention, 'window': window}
     result['activations'] = massive_activations(config, params, kjv, window)
+  dense_nll = {}
   for i, size in enumerate(spec.cache_sizes):
     part = measure(config, params, tokens_XxN, spec.texts,
-                   dataclasses.replace(spec, cache_sizes=(size,)), newline_id, log,
-                   with_dense=spec.dense and i == 0)
+                   dataclasses.replace(spec, cache_sizes=(size,)), newline_id, log, dense_nll)
+    if spec.latency_tokens:
+      result.setdefault('latency', {})[str(size)] = decode_latency(
+          config, params, kjv, size, spec.latency_tokens)
     for name, measured in part.items():
       if name not in result['texts']:
         result['texts'][name] = measured
@@ -463,6 +542,7 @@ def merge(parts: Sequence[dict]) -> dict:
     for key in ('attention', 'activations'):
       if key in part:
         merged[key] = part[key]
+    merged.setdefault('latency', {}).update(part.get('latency', {}))
   merged['spec']['cache_sizes'] = merged['cache_sizes_done']
   for measured in merged['texts'].values():   # dense first, then by cache size
     measured['rows'].sort(key=lambda r: -1 if r['cache'] == 'dense' else int(r['cache']))
