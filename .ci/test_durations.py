@@ -31,7 +31,7 @@ def per_file(lines):
 def table(files, top: int) -> str:
   total = sum(s for s, _ in files.values())
   rows = sorted(files.items(), key=lambda kv: -kv[1][0])[:top]
-  out = ['| test file | tests | seconds | share of the suite |', '|---|---|---|---|']
+  out = ['| test file | tests (calls >= 5 ms) | seconds | share of the suite |', '|---|---|---|---|']
   out += [f'| `{f}` | {n} | {s:.1f} | {100 * s / total:.0f}% |' for f, (s, n) in rows]
   out.append(f'| all {len(files)} files | {sum(n for _, n in files.values())} | {total:.1f} | 100% |')
   return '\n'.join(out)
