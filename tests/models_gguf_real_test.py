@@ -78,6 +78,23 @@ def test_perplexity_of_1024_kjv_tokens(model, tokenizer):
   assert 10 < float(streaming.perplexity(nll)) < 25
 
 
+def test_parallel_stream_equals_the_token_by_token_cache(model, tokenizer):
+  # The study's streamed rows come from one forward pass (`streaming.parallel_nll`); on the real
+  # model (massive activations of 2e4 at position 0) they equal the cache streamed one token per
+  # step, past eviction, for window only and for 4 newlines as sinks (max |ΔNLL| 3e-5 to 9e-5 in
+  # float32 on 320 tokens at caches 32 and 256; docs/experiments/attention_sinks.md).
+  config, params = model
+  tokens_N = streaming_pretrained.stream(tokenizer, 'kjv', 96)
+  newlines_N = tokens_N.copy()
+  newlines_N[:4] = tokenizer.encode('\n')[0]
+  for k, stream in ((0, tokens_N), (4, newlines_N)):
+    x = jnp.asarray(stream)[None]
+    streamed = streaming.streaming_nll_of_size(config, params, x, np.int32(k), 32)
+    parallel = streaming.parallel_nll(config, params, x, np.int32(k), 32)
+    np.testing.assert_allclose(parallel, streamed, atol=3e-4)
+    assert float(np.max(np.abs(parallel[0, 40:] - streaming.dense_nll(config, params, x)[0, 40:]))) > 0.1
+
+
 def test_greedy_continuation(model, tokenizer):
   config, params = model
   prompt = tokenizer.encode('The capital of France is')

@@ -332,8 +332,9 @@ def measure(config, params, tokens_XxN: np.ndarray, names: Sequence[str], spec: 
                        f'{size} tokens each)')
         if name in dense_nll:
           row['note'] += f'; dense at these targets: {at_scored(dense_nll[name]):.2f}'
-        x, y = block_perplexity(nll, max(1, spec.block // stride))
-        by_setting['recompute'] = curve(size + x * stride, y)
+        per = max(-(-spec.block // stride), len(scored) // 4)   # ≤ 4 points: few targets each
+        x, y = block_perplexity(nll, per)
+        by_setting['recompute'] = curve(scored[x - 1], y)
   return out
 
 
@@ -405,19 +406,31 @@ def markdown(result: dict) -> str:
   return '\n'.join(parts)
 
 
+def generic_label(setting: str) -> str:
+  """'4+1020' at cache 1024 → '4+(C−4)', '0+1024' → '0+C (window)': one colour per setting across
+  the panels of every cache size."""
+  sinks, plus, _ = setting.partition('+')
+  if not plus:
+    return setting
+  if sinks == '0':
+    return '0+C (window)'
+  return f'{sinks}+(C−{int(sinks.split(chr(34))[0])})'
+
+
 def plot_blocks(result: dict, path: str) -> str:
-  """Perplexity per block of the stream, one panel per text and cache size (the paper's Fig. 3)."""
+  """Perplexity per block of the stream, one panel per text and cache size (the paper's Fig. 3;
+  the re-computed window: a point per quarter of its targets)."""
   panels = {}
   for name, measured in result['texts'].items():
     for size in result['cache_sizes_done']:
       curves = {**{k: v for k, v in measured['curves'].items() if k == 'dense'},
                 **measured['curves'][str(size)]}
-      panels[f'{name}, cache {size}'] = {label: (np.asarray(x), np.asarray(y))
-                                         for label, (x, y) in curves.items()}
+      panels[f'{name}, C = {size}'] = {generic_label(label): (np.asarray(x), np.asarray(y))
+                                       for label, (x, y) in curves.items()}
   return figures.plot_lines(
       panels, path=path, xlabel='stream position (end of block)', log_y=list(panels),
       title=f'{result["model"]}: perplexity per block of {result["spec"]["block"]} tokens',
-      ylabels={p: 'perplexity' for p in panels})
+      ylabels={p: f'perplexity ({p})' for p in panels})
 
 
 def plot_attention(result: dict, path: str) -> str:
