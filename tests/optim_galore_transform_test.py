@@ -170,9 +170,11 @@ class ProjectorTest(parameterized.TestCase):
   def test_refresh_cadence_and_no_svd_between_refreshes_under_vmap(self, moments):
     """A vmapped sweep refreshes at steps 0, T, 2T, ... only, and its SVD is not computed on
     the other steps (a lax.cond on the batched step count would become a select running the
-    SVD on every update): `svd` appears only inside the refresh's while_loop body."""
+    SVD on every update): `svd` appears only inside the refresh's while_loop body. The SVD source
+    is pinned: the CPU default ('auto' = the Gram eigh) has no SVD to look for."""
     period = 3
-    tx = galore_lib.scale_by_galore(2, period, inner=optax.scale_by_adam(), moments=moments)
+    tx = galore_lib.scale_by_galore(2, period, inner=optax.scale_by_adam(), moments=moments,
+                                    projector='svd')
     params = {'w': jnp.zeros((2, 6, 9))}   # two sweep members
     states = jax.vmap(tx.init)(params)
     outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(
