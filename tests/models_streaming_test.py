@@ -216,9 +216,8 @@ class StreamingCacheTest(parameterized.TestCase):
     by_sinks = {}
     for k in (0, 1, 2, 4):
       by_sinks[k] = compiled(params, x, np.int32(k))
-      np.testing.assert_allclose(
-          by_sinks[k], streaming.streaming_nll(config, params, x, streaming.CacheSpec.of_size(k, size)),
-          atol=2e-5, rtol=2e-5, err_msg=f'{k} sinks')
+      streamed = streaming.streaming_nll(config, params, x, streaming.CacheSpec.of_size(k, size))
+      np.testing.assert_allclose(by_sinks[k], streamed, atol=2e-5, rtol=2e-5, err_msg=f'{k} sinks')
     self.assertGreater(float(jnp.max(jnp.abs(by_sinks[0] - by_sinks[4]))), 1e-3)
     # the cache covering the stream: dense attention
     np.testing.assert_allclose(streaming.parallel_nll(config, params, x, np.int32(4), 64),

@@ -207,6 +207,16 @@ def _streamed_nll(config, params, tokens_BxN, num_sink, size):
   return nll_NxB.T
 
 
+def _rotate(config: transformer.DecoderConfig, x_BxTxNxH: jax.Array,
+            positions_T: jax.Array) -> jax.Array:
+  """RoPE as the decoder applies it: `transformer.apply_rope` on the first `config.rotary_dim`
+  dims of each head (all of them unless `rope_dim` is set), the rest unrotated."""
+  d = config.rotary_dim
+  rotated = transformer.apply_rope(x_BxTxNxH[..., :d], positions_T, config.rope_base)
+  return rotated if d == x_BxTxNxH.shape[-1] else jnp.concatenate(
+      [rotated, x_BxTxNxH[..., d:]], axis=-1)
+
+
 def _rolled_attention(config: transformer.DecoderConfig, attn_params: dict, x_BxTxD: jax.Array,
                       num_sink: jax.Array, size: int, max_sinks: int, block: int) -> jax.Array:
   """The attention output B×T×D of every token of a stream as the sink + window cache streams it
@@ -218,17 +228,16 @@ def _rolled_attention(config: transformer.DecoderConfig, attn_params: dict, x_Bx
   heads, kv_heads, head_dim = cfg.num_heads, cfg.kv_heads, cfg.dim_per_head
   groups = heads // kv_heads
 
-  def project(name, x, features):   # as `nn.Dense` computes it (`transformer._dense`)
+  def project(name, x):   # as `nn.Dense` computes it
     p = attn_params[name]
     x, kernel = x.astype(cfg.dtype), p['kernel'].astype(cfg.dtype)
     y = jax.lax.dot_general(x, kernel, (((x.ndim - 1,), (0,)), ((), ())))
     return y + p['bias'].astype(cfg.dtype) if 'bias' in p else y
 
-  q = project('query', x_BxTxD, heads * head_dim).reshape(batch, length, heads, head_dim)
-  k_raw = project('key', x_BxTxD, kv_heads * head_dim).reshape(batch, length, kv_heads, head_dim)
-  v = project('value', x_BxTxD, kv_heads * head_dim).reshape(batch, length, kv_heads, head_dim)
-  rope = (functools.partial(transformer._rope, cfg) if cfg.positions == 'rope'   # pylint: disable=protected-access
-          else lambda x, positions: x)
+  q = project('query', x_BxTxD).reshape(batch, length, heads, head_dim)
+  k_raw = project('key', x_BxTxD).reshape(batch, length, kv_heads, head_dim)
+  v = project('value', x_BxTxD).reshape(batch, length, kv_heads, head_dim)
+  rope = functools.partial(_rotate, cfg) if cfg.positions == 'rope' else lambda x, positions: x
   t_T = jnp.arange(length, dtype=jnp.int32)
   q = rope(q, t_T)   # every query at its stream position t
   k = rope(k_raw, t_T)
@@ -237,7 +246,8 @@ def _rolled_attention(config: transformer.DecoderConfig, attn_params: dict, x_Bx
   scale = cfg.qk_scale if cfg.qk_scale is not None else head_dim ** -0.5
 
   # Window keys: the band j ∈ [t − window + 1, t], j ≥ num_sink, at their stream positions; query
-  # block b (queries b·Q ... b·Q + Q − 1) reads keys b·Q − (size − 1) ... b·Q + Q − 1 (front-padded).
+  # block b (queries b·Q ... b·Q + Q − 1) reads keys b·Q − (size − 1) ... b·Q + Q − 1 (padded
+  # in front).
   q_block = min(block, length)
   num_blocks = -(-length // q_block)
   pad_front, pad_back = size - 1, num_blocks * q_block - length
@@ -291,7 +301,7 @@ def _rolled_attention(config: transformer.DecoderConfig, attn_params: dict, x_Bx
   if cfg.identity_out:   # the kernel is the identity (`transformer.IdentityDense`)
     p = attn_params['out']
     return out_BxTxH + p['bias'].astype(cfg.dtype) if 'bias' in p else out_BxTxH
-  return project('out', out_BxTxH, cfg.d_model)
+  return project('out', out_BxTxH)
 
 
 def parallel_logits(config: transformer.DecoderConfig, params, tokens_BxN: jax.Array,
@@ -319,7 +329,8 @@ def parallel_logits(config: transformer.DecoderConfig, params, tokens_BxN: jax.A
   _check_sinks(num_sink, size, max_sinks)
 
   def rolled(next_fun, args, kwargs, context):
-    if not (isinstance(context.module, transformer.Attention) and context.method_name == '__call__'):
+    is_attention = isinstance(context.module, transformer.Attention)
+    if not (is_attention and context.method_name == '__call__'):
       return next_fun(*args, **kwargs)
     x_BxTxD = args[0]
     attn_params = context.module.variables['params']

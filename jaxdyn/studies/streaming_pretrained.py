@@ -309,24 +309,26 @@ def measure(config, params, tokens_XxN: np.ndarray, names: Sequence[str], spec: 
       add(name, 'dense', f'{num_tokens} tokens', targets, nll, cost)
       out[name]['curves']['dense'] = curve(*block_perplexity(nll, spec.block))
   for size in spec.cache_sizes:
-    labels, nll_XxSxN, costs_XxS = (streaming_settings(
-        config, params, tokens_XxN, size, spec.sinks, newline_id, spec.newline_sinks)
-                                    if spec.streamed else ([], [[]] * len(names), [[]] * len(names)))
+    labels, nll_XxSxN, costs_XxS = [], [[]] * len(names), [[]] * len(names)
+    if spec.streamed:
+      labels, nll_XxSxN, costs_XxS = streaming_settings(
+          config, params, tokens_XxN, size, spec.sinks, newline_id, spec.newline_sinks)
     scored = (recompute_targets(num_tokens, size, spec.recompute_tokens)
               if spec.recompute_tokens and size < num_tokens - 1 else ())
+    cache_mib = kv_cache_mib(config, size)
     for name, nll_SxN, costs_S, tokens_N in zip(names, nll_XxSxN, costs_XxS, tokens_XxN):
       paired = len(scored) and name == names[0]   # the re-computation runs on the first text
       at_scored = lambda nll: perplexity(nll[scored]) if paired else None
       by_setting = out[name]['curves'][str(size)] = {}
       for label, nll, cost in zip(labels, nll_SxN, costs_S):
-        add(name, str(size), label, targets, nll, {**cost, 'kv_cache_mib': kv_cache_mib(config, size)},
+        add(name, str(size), label, targets, nll, {**cost, 'kv_cache_mib': cache_mib},
             perplexity_at_recompute=at_scored(nll))
         by_setting[label] = curve(*block_perplexity(nll, spec.block))
       if paired:
         nll, cost = recompute(config, params, tokens_N, size, scored, spec.recompute_chunk)
         stride = scored[1] - scored[0] if len(scored) > 1 else 1
         row = add(name, str(size), 'recompute', scored, nll,
-                  {**cost, 'run_s': cost['run_s'], 'kv_cache_mib': kv_cache_mib(config, size)},
+                  {**cost, 'kv_cache_mib': cache_mib},
                   perplexity_at_recompute=perplexity(nll))
         row['note'] = (f'every {stride}th target from t = {size} ({len(scored)}; a forward over '
                        f'{size} tokens each)')
@@ -368,8 +370,9 @@ def markdown(result: dict) -> str:
                  'step per token) against the re-computed window (a forward over C tokens per '
                  'target; StreamingLLM\'s Fig. 10)\n')
     parts.append(results.markdown_table(
-        rows, {'cache C': 'cache', 'cache step ms': 'stream_ms', 'cache step CPU ms': 'stream_cpu_ms',
-               'recompute ms / target': 'recompute_ms', 'recompute CPU ms / target': 'recompute_cpu_ms'},
+        rows, {'cache C': 'cache', 'cache step ms': 'stream_ms',
+               'cache step CPU ms': 'stream_cpu_ms', 'recompute ms / target': 'recompute_ms',
+               'recompute CPU ms / target': 'recompute_cpu_ms'},
         {'cache step ms': '.1f', 'cache step CPU ms': '.1f', 'recompute ms / target': '.1f',
          'recompute CPU ms / target': '.1f'}))
   if 'attention' not in result:
