@@ -28,6 +28,7 @@ from jaxdyn import experiments
 from jaxdyn.core import config as config_lib
 from jaxdyn.core import memory
 from jaxdyn.core import program
+from jaxdyn.core import resume
 from jaxdyn.core import task as task_lib
 from jaxdyn.core import workdir_lock
 
@@ -202,7 +203,7 @@ class DomainsTest(parameterized.TestCase):
       self.assertNotIn('\n', str(e))
       self.assertIn("'", str(e))
     except Exception as e:  # noqa: BLE001
-      changed = config_lib.differing_fields(config.to_dict(), module.get_config('tiny').to_dict())
+      changed = resume.differing_fields(config.to_dict(), module.get_config('tiny').to_dict())
       self.fail(f'{name} accepted {changed} at their smallest but did not build: '
                 f'{type(e).__name__}: {e}')
 

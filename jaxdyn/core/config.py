@@ -153,28 +153,6 @@ def to_json(config: ml_collections.ConfigDict) -> str:
   return json.dumps(config.to_dict(), sort_keys=True, default=str)
 
 
-def differing_fields(a: dict, b: dict, prefix: str = '') -> list[str]:
-  """Dotted names of the fields whose values differ between two nested dicts."""
-  out = []
-  for key in sorted(set(a) | set(b)):
-    name = f'{prefix}{key}'
-    va, vb = a.get(key), b.get(key)
-    if isinstance(va, dict) and isinstance(vb, dict):
-      out += differing_fields(va, vb, f'{name}.')
-    elif _normalise(va) != _normalise(vb):
-      out.append(name)
-  return out
-
-
-def _normalise(v: Any) -> Any:
-  return list(v) if isinstance(v, (tuple, list)) else v
-
-
-def sweep_values(values: Sequence[float], default: float) -> tuple[float, ...]:
-  """A sweep list, or the single default when the list is empty."""
-  return tuple(values) if len(values) else (default,)
-
-
 # --------------------------------------------------------------------------- domains
 #
 # An experiment declares every field's domain in one place (`Experiment.domains`: dotted field →

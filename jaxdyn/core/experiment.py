@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import ml_collections
-import numpy as np
 
-from jaxdyn.core import config as config_lib
 from jaxdyn.core import memory
 from jaxdyn.core import spec
 from jaxdyn.core import strategy
@@ -40,17 +38,8 @@ from jaxdyn.core import trainer
 from jaxdyn.core.spec import DEFAULT_TRAIN, Variant, base_config, base_domains  # noqa: F401
 
 
-def seeds(config: ml_collections.ConfigDict) -> list[int]:
-  """The sweep's seeds: seed, seed + 1, ..., seed + num_seeds - 1."""
-  return [config.seed + i for i in range(config.num_seeds)]
-
-
-def member_grid(config: ml_collections.ConfigDict,
-                **axes: tuple[Sequence[float], float]) -> dict[str, np.ndarray]:
-  """Sweep members: each seed × every combination of the axes. An axis is (the `sweep.*` list, the
-  single default used when that list is empty), e.g. `lr=(config.sweep.lr, config.opt.lr)`."""
-  return sweep_lib.grid(seeds(config), **{name: config_lib.sweep_values(values, default)
-                                          for name, (values, default) in axes.items()})
+seeds = sweep_lib.seeds   # the sweep's seeds (`core.sweep.seeds`)
+member_grid = sweep_lib.members   # seeds × the hyperparameter axes (`core.sweep.members`)
 
 
 @dataclasses.dataclass(frozen=True)

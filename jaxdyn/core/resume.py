@@ -25,7 +25,7 @@ from jaxdyn.core import checkpoint as ckpt_lib
 from jaxdyn.core import metrics as metrics_lib
 from jaxdyn.core import paths
 from jaxdyn.core import program
-from jaxdyn.core.config import ConfigError, differing_fields
+from jaxdyn.core.config import ConfigError
 from jaxdyn.core.task import Schedule, Task
 
 # Fields that may change between a run and its resumption (they change no result).
@@ -50,6 +50,21 @@ def _value(tree, dotted: str):
 
 
 SHOWN_FIELDS = 4   # a refused resume names at most this many of the differing fields
+
+
+def differing_fields(a: dict, b: dict, prefix: str = '') -> list[str]:
+  """Dotted names of the fields whose values differ between two nested config dicts (a tuple and a
+  list of the same values are equal: JSON reads tuples back as lists)."""
+  as_list = lambda v: list(v) if isinstance(v, (tuple, list)) else v
+  out = []
+  for key in sorted(set(a) | set(b)):
+    name = f'{prefix}{key}'
+    va, vb = a.get(key), b.get(key)
+    if isinstance(va, dict) and isinstance(vb, dict):
+      out += differing_fields(va, vb, f'{name}.')
+    elif as_list(va) != as_list(vb):
+      out.append(name)
+  return out
 
 
 def check_same_run(meta: dict, config_json: dict | None, workdir: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Sequence
 
+import ml_collections
 import numpy as np
 
 
@@ -20,3 +21,18 @@ def grid(seeds: Sequence[int], **axes: Sequence[float]) -> dict[str, np.ndarray]
   out['seed'] = np.asarray([r[-1] for r in rows], np.int32)
   return out
 
+
+
+def members(config: ml_collections.ConfigDict,
+            **axes: tuple[Sequence[float], float]) -> dict[str, np.ndarray]:
+  """The sweep's members read from `config`: seeds `seed`, ..., `seed + num_seeds - 1` × every
+  combination of the axes. An axis is (the `sweep.*` list, the single default used when that list is
+  empty), e.g. `lr=(config.sweep.lr, config.opt.lr)`."""
+  seeds = [config.seed + i for i in range(config.num_seeds)]
+  return grid(seeds, **{name: tuple(values) if len(values) else (default,)
+                        for name, (values, default) in axes.items()})
+
+
+def seeds(config: ml_collections.ConfigDict) -> list[int]:
+  """The sweep's seeds: seed, seed + 1, ..., seed + num_seeds - 1."""
+  return [int(seed) for seed in members(config)['seed']]
