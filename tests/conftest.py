@@ -12,6 +12,11 @@
   cache off or elsewhere sets it itself and puts the session's back afterwards
   (tests/core_compilation_test.py).
   `JAXDYN_TEST_NO_CACHE=1` turns it off (to time the suite without it).
+* One generated-data cache for the session (`<session folder>/data_cache`, through
+  `JAXDYN_DATA_CACHE`, `jaxdyn.data.cache`): the ProsQA questions of a Coconut config are drawn once
+  in the session and read back by every other module, worker, launcher subprocess and notebook
+  kernel that asks for the same ones (`coconut.datasets` keeps only the last config's in memory).
+  A test of the cache itself sets the variable to a folder of its own.
 * XLA's CPU backend compiles at LLVM optimisation level 0 (`--xla_backend_optimization_level=0`
   added to XLA_FLAGS, so xdist workers, launcher subprocesses and notebook kernels inherit it): the
   suite's programs are tiny and most of its time is compiling them (a `:tiny` modular training
@@ -95,6 +100,7 @@ def pytest_configure(config):
     if not os.environ.get('JAXDYN_TEST_NO_CACHE'):
       os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', os.path.join(root, 'jax_cache'))
       os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.3')
+    os.environ.setdefault('JAXDYN_DATA_CACHE', os.path.join(root, 'data_cache'))
     if not (os.environ.get('JAXDYN_TEST_XLA_DEFAULT') or _selects_slow(config)
             or 'xla_backend_optimization_level' in os.environ.get('XLA_FLAGS', '')):
       os.environ['XLA_FLAGS'] = with_xla_flag(FAST_COMPILE_FLAG)

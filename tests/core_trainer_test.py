@@ -186,7 +186,7 @@ class ToyTaskTest(parameterized.TestCase):
       self.assertEqual(values.shape, (7,) if name == 'step' else (7, 2), name)
       np.testing.assert_array_equal(resumed.history[name], values, err_msg=name)
 
-  def test_a_reloaded_run_compiles_no_init(self):
+  def test_a_fresh_run_compiles_no_checkpoint_copy_and_a_reloaded_run_nothing(self):
     lowered = []
 
     def listen(event, seconds, fun_name='', **kwargs):
@@ -194,15 +194,21 @@ class ToyTaskTest(parameterized.TestCase):
       if event == '/jax/core/compile/jaxpr_to_mlir_module_duration':   # also on a cache hit
         lowered.append(fun_name)
     workdir = self.create_tempdir().full_path
-    first = trainer.train(regression_task(), toy_schedule(steps=10), workdir, tensorboard=False)
     jax.clear_caches()   # what this process compiled before hides nothing
     jax.monitoring.register_event_duration_secs_listener(listen)
     try:
+      first = trainer.train(regression_task(), toy_schedule(steps=10), workdir, tensorboard=False)
+      fresh, lowered[:] = list(lowered), []
+      jax.clear_caches()
       again = trainer.train(regression_task(), toy_schedule(steps=10), workdir, tensorboard=False)
       finished, lowered[:] = list(lowered), []
       trainer.train(regression_task(), toy_schedule(steps=20), workdir, tensorboard=False)
     finally:
       jax.monitoring.unregister_event_duration_listener(listen)
+    # init, the step-0 evaluation and one chunk shape (10 steps); the one checkpoint is the last
+    # (step 10): saved without a copy of the state, so no copy program
+    self.assertEqual(sorted(fresh), ['jit(chunk)', 'jit(evaluate)', 'jit(init_state)'])
+    self.assertEqual(first.history['step'][0], 0)   # the step-0 evaluation is recorded
     self.assertEqual(finished, [])   # restored, and nothing left to run
     np.testing.assert_array_equal(again.params['w'], first.params['w'])
     self.assertIn('jit(chunk)', lowered)

@@ -17,22 +17,26 @@ from jaxdyn.core import config as config_lib
 from jaxdyn.experiments import coconut
 from jaxdyn.experiments.coconut import model as model_lib
 import refusals
+import shared_runs
 
 
 class TinyRunTest(absltest.TestCase):
   """One :tiny run (every method × 1 seed, 4 steps, one per curriculum stage) shared by the
   assertions below. The maths of each method's layout, thoughts and generation is checked on the
   model functions in tests/experiments_coconut_model_test.py; this run checks that the trainer, the
-  vmapped methods, the evaluation and the report fit together."""
+  vmapped methods, the evaluation and the report fit together. It is the session's shared run
+  (tests/shared_runs.py): trained here, or trained by the run book's test and resumed here finished
+  (the history read back from its records), with the report written again."""
 
   @classmethod
   def setUpClass(cls):
     super().setUpClass()
-    cls.config = coconut.get_config('tiny')
-    cls.result = coconut.train_and_evaluate(cls.config, tempfile.mkdtemp())
+    cls.config = shared_runs.coconut_tiny()   # tests/launch_runbook_test.py reads the same run
+    with shared_runs.locked('coconut_tiny') as (workdir, _):   # trained, or resumed finished
+      cls.result = coconut.train_and_evaluate(cls.config, workdir)
+      with open(os.path.join(workdir, 'summary.json')) as f:
+        cls.summary = json.load(f)
     cls.names = coconut.method_names(cls.config, cls.result.members)
-    with open(os.path.join(cls.result.workdir, 'summary.json')) as f:
-      cls.summary = json.load(f)
 
   def test_every_method_trains_through_the_stages(self):
     self.assertEqual(self.names, list(coconut.METHODS))

@@ -1,7 +1,9 @@
 """The accelerator run book (docs/accelerator.md, `jaxdyn.studies.runbook`): every command on the
 page parses with the entry's own options, one command of each entry runs at `--tiny` size and writes
 the JSON and markdown row the page promises, and the seed folders combine into the paper's
-statistic."""
+statistic. The coconut and sinks entries' trainings are the ones other test modules read
+(tests/shared_runs.py): copied into the entry's workdir, the entry resumes them finished and writes
+its outputs from them."""
 
 import copy
 import json
@@ -16,8 +18,10 @@ from absl.testing import absltest
 import numpy as np
 
 from jaxdyn.data import cache as data_cache
+from jaxdyn.experiments import attention_sinks
 from jaxdyn.experiments import coconut
 from jaxdyn.studies import runbook
+import shared_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, 'docs', 'accelerator.md')
@@ -65,6 +69,24 @@ def tiny_args(args, out, work, cache) -> list[str]:
   return args + ['--tiny', f'--workdir={work}', f'--data_cache={cache}']
 
 
+def shared_run(entry: str, args: list[str]):
+  """(name, train) of the session's shared run (tests/shared_runs.py) that the entry's `--tiny`
+  command trains, if it trains one: coconut's `:tiny` (tests/experiments_coconut_test.py) and the
+  sinks grid's `long` program at test size (tests/studies_attention_sinks_grid_test.py)."""
+  opts = runbook.parser().parse_args(args)
+  if entry == 'coconut':
+    config, name, want, train = (runbook.coconut_config(opts.seed, True), 'coconut_tiny',
+                                 shared_runs.coconut_tiny(), coconut.train_and_evaluate)
+  elif entry == 'sinks' and not opts.seeds:
+    config, name, want, train = (runbook.sinks_config(opts.program, None, True), 'sinks_long_small',
+                                 shared_runs.sinks_long_small(), attention_sinks.train_and_evaluate)
+  else:
+    return None
+  if config.to_dict() != want.to_dict():
+    return None
+  return name, lambda workdir: train(want, workdir)
+
+
 class RunbookTest(absltest.TestCase):
 
   @classmethod
@@ -84,9 +106,11 @@ class RunbookTest(absltest.TestCase):
           '--model=' + os.path.join(ROOT, 'tests', 'fixtures', 'pretrained', 'llama')]
     cls.first = first
     for entry, args in first.items():
-      out = os.path.join(cls.tmp, entry)
-      cls.outputs[entry] = (runbook.main(tiny_args(args, out, os.path.join(cls.tmp, 'w_' + entry),
-                                                   cls.cache)), out)
+      out, work = os.path.join(cls.tmp, entry), os.path.join(cls.tmp, 'w_' + entry)
+      shared = shared_run(entry, args)
+      if shared:   # the run another test module trains too: copied, resumed finished by the entry
+        shared_runs.copy_of(*shared, work)
+      cls.outputs[entry] = (runbook.main(tiny_args(args, out, work, cls.cache)), out)
 
   def test_every_page_command_parses(self):
     self.assertGreaterEqual(len(self.commands), 10)

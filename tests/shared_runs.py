@@ -1,5 +1,6 @@
 """A workdir trained once for the test files that read the same run (a `:tiny` training read by an
-experiment's test and by its study's test).
+experiment's test and by its study's or the run book's test): `token_assorted_tiny`, `coconut_tiny`,
+`sinks_long_small` are their configs, `copy_of` the copy a caller that writes gets.
 
 The workdir lies in the test session's folder (`JAXDYN_TEST_TMPDIR`: the same for every xdist
 worker, removed when the session ends; see tests/conftest.py) and is used under an exclusive file
@@ -15,6 +16,7 @@ import functools
 import os
 import shutil
 import tempfile
+from typing import Any, Callable
 
 
 @functools.cache
@@ -61,3 +63,30 @@ def token_assorted_tiny():
   config = token_assorted.get_config('tiny')
   config.eval.update(budget=3, code_accuracy=True)
   return config
+
+
+def copy_of(name: str, train: Callable[[str], Any], workdir: str) -> None:
+  """Fills `workdir` with a copy of the shared run `name`, which `train(folder)` trains first where no
+  caller has yet; the caller then resumes the finished run there (nothing left to train) and writes
+  its reports in its own folder."""
+  with locked(name) as (shared, done):
+    if not done:
+      train(shared)
+    shutil.copytree(shared, workdir, dirs_exist_ok=True)
+
+
+def coconut_tiny():
+  """`coconut:tiny` (every method, one seed): read by tests/experiments_coconut_test.py and by
+  tests/launch_runbook_test.py (the run book's `--entry=coconut --tiny` trains this config)."""
+  from jaxdyn.experiments import coconut  # pylint: disable=import-outside-toplevel
+  return coconut.get_config('tiny')
+
+
+def sinks_long_small():
+  """attention_sinks' grid program `long` at test size (`:bigram_backcopy`, 2 weight decays x
+  controls x 2 seeds, 8 steps): read by tests/studies_attention_sinks_grid_test.py and by
+  tests/launch_runbook_test.py (the run book's `--entry=sinks --program=long --tiny`)."""
+  from jaxdyn.experiments import attention_sinks  # pylint: disable=import-outside-toplevel
+  from jaxdyn.studies import attention_sinks_grid  # pylint: disable=import-outside-toplevel
+  return attention_sinks_grid.program_config(attention_sinks.get_config('bigram_backcopy'), 'long',
+                                             small=True)

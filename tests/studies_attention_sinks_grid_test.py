@@ -1,6 +1,8 @@
 """studies.attention_sinks_grid: the grid's rows and targets from a run's summary, and one swept
-program end to end at test size (its (lr, wd) cells in one program, one row each)."""
+program end to end at test size (its (lr, wd) cells in one program, one row each), on the training
+that tests/launch_runbook_test.py reads too (tests/shared_runs.py)."""
 
+import functools
 import json
 import os
 
@@ -9,6 +11,7 @@ import numpy as np
 
 from jaxdyn.experiments import attention_sinks
 from jaxdyn.studies import attention_sinks_grid as study
+import shared_runs
 
 
 def _summary(bos_alpha, bos_ratios, no_bos_ratios, sink_only):
@@ -50,6 +53,11 @@ class GridTest(absltest.TestCase):
   def test_swept_program_end_to_end_at_test_size(self):
     workdir = self.create_tempdir().full_path
     base = attention_sinks.get_config('bigram_backcopy')
+    config = shared_runs.sinks_long_small()   # trained once in the session (the run book reads it)
+    self.assertEqual(config.to_dict(), study.program_config(base, 'long', small=True).to_dict())
+    shared_runs.copy_of('sinks_long_small',
+                        functools.partial(attention_sinks.train_and_evaluate, config),
+                        os.path.join(workdir, 'long'))   # run_grid reads the finished program back
     markdown = study.run_grid(base, workdir, programs=('long',), small=True)
     with open(os.path.join(workdir, 'grid.json'), encoding='utf-8') as f:
       grid = json.load(f)

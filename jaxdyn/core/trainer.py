@@ -42,7 +42,8 @@ from jaxdyn.core.task import Schedule, Task, TrainResult, schedule_from_config
 
 PROFILE_DIR = 'profile'
 # What a checkpoint saves while the next dispatch runs: a copy, since that dispatch donates `state`
-# (one program for the whole state, rather than one per leaf shape).
+# (one program for the whole state, rather than one per leaf shape); the last checkpoint of a launch
+# (its end, or a stop) saves the state itself: nothing runs after it.
 _copy = jax.jit(functools.partial(jax.tree.map, jnp.copy))
 
 
@@ -157,10 +158,10 @@ def _run(task: Task, schedule: Schedule, workdir: str, placement: program.Placem
     # ------------------------------------------------------------------ 2. the loop
     meta = {'config': config_json or {}, 'members': members}
 
-    def save(step, state, pending):   # the records up to a checkpoint are in the workdir before it
+    def save(step, state, pending, last):   # the records up to a checkpoint are in the workdir first
       history.add_chunk(*pending)   # checked finite before it is saved
       writer.sync()
-      checkpointer.save(step, _copy(state), resume.with_feed_position(meta, task))
+      checkpointer.save(step, state if last else _copy(state), resume.with_feed_position(meta, task))
       history.last_good_checkpoint = checkpointer.path(step)
 
     pending, boundary = None, 0
@@ -175,13 +176,13 @@ def _run(task: Task, schedule: Schedule, workdir: str, placement: program.Placem
       pending, step = (step, stop, outs), stop
       # ---------------------------------------------------------------- 3. checkpoints
       if schedule.is_checkpoint_step(step):
-        save(step, state, pending)
+        save(step, state, pending, last=step >= schedule.steps)
         pending = None
       # ---------------------------------------------------------------- 4. stop or preemption
       boundary += 1   # JAX's preemption sync point counts calls, one per dispatch on every process
       if step < schedule.steps and (_STOP.is_set() or checkpointer.reached_preemption(boundary)):
         if pending is not None:   # boundaries are absolute steps: a resume replays the same chunks
-          save(step, state, pending)
+          save(step, state, pending, last=True)
         progress.maybe_print(step, {}, force=True)
         _STOP.clear()
         raise StopRequested(step, checkpointer.path(step))

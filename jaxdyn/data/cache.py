@@ -48,7 +48,7 @@ def cached(fn: Callable[..., dict], *args) -> dict[str, np.ndarray]:
       return {k: f[k] for k in f.files}
   out = fn(*args)
   os.makedirs(directory, exist_ok=True)
-  tmp = path + '.tmp.npz'
+  tmp = f'{path}.tmp-{os.getpid()}.npz'   # processes drawing the same file write apart
   np.savez_compressed(tmp, **out)
   os.replace(tmp, path)
   return out
