@@ -14,6 +14,7 @@ cores the process may use; PyTorch is asked for k threads).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -290,6 +291,22 @@ class TorchSteps:
     if getattr(self, 'dir', None):
       shutil.rmtree(self.dir, ignore_errors=True)
 
+
+
+@contextlib.contextmanager
+def torch_column(enabled: bool, cases: Callable[[], dict[str, tuple[dict, dict]]],
+                 python: str | None):
+  """A benchmark's PyTorch column for the block: `TorchSteps(cases(), python)` with its line (which
+  PyTorch, or why none) printed, closed when the block ends; None where not `enabled`."""
+  torch = None
+  if enabled:
+    torch = TorchSteps(cases(), python)
+    print(f'PyTorch ({torch.source}): {torch.info}' if torch.available else f'PyTorch: {torch.why}')
+  try:
+    yield torch
+  finally:
+    if torch is not None:
+      torch.close()
 
 def step_dots(task: task_lib.Task) -> dict[tuple, int]:
   """The matmuls (`dot_general`) of one member's lean training step (batch, loss, gradient,

@@ -252,12 +252,9 @@ def main(argv):
   print(f'machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
         f'jax {jax.__version__} on {jax.devices()[0].platform}; {pinned}; {lib.load()}; '
         f'XLA_FLAGS={os.environ.get("XLA_FLAGS", "")!r}')
-  torch = None
-  if _TORCH.value:
-    torch = lib.TorchSteps({f'modular_d{d}': torch_case(d) for d in (23, 127)
-                                  if f'd{d}' in parts}, _TORCH_PYTHON.value)
-    print(f'PyTorch ({torch.source}): {torch.info}' if torch.available else f'PyTorch: {torch.why}')
-  try:
+  torch_cases = lambda: {f'modular_d{d}': torch_case(d) for d in (23, 127)  # noqa: E731
+                         if f'd{d}' in parts}
+  with lib.torch_column(_TORCH.value, torch_cases, _TORCH_PYTHON.value) as torch:
     if 'd23' in parts:
       s = 8
       extra = (torch.timers('modular_d23', 10 * steps, _torch_threads())
@@ -348,9 +345,6 @@ def main(argv):
             f'(S x one member at the largest c)')
       if 'all vmapped' in t:
         print(f'  {s} members, all vmapped: {t["all vmapped"] / (s * t["1 member"]):5.3f} x')
-  finally:
-    if torch is not None:
-      torch.close()
   print(f'\nafter: {lib.load()}')
 
 

@@ -185,13 +185,9 @@ def main(argv):
         f'{pinned}, jax {jax.__version__} on {jax.devices()[0].platform}; {lib.load()}')
   print(f'MFU peak: {peak_text}')
   built = {name: (CASES[name](1), CASES[name](s)[0]) for name in _EXPERIMENTS.value}
-  torch = None
-  if _TORCH.value:
-    torch = lib.TorchSteps({f'{name}:{mode}': one[1][mode]
-                                  for name, (one, _) in built.items() for mode in modes},
-                                 _TORCH_PYTHON.value)
-    print(f'PyTorch ({torch.source}): {torch.info}' if torch.available else f'PyTorch: {torch.why}')
-  try:
+  torch_cases = lambda: {f'{name}:{mode}': one[1][mode]  # noqa: E731
+                         for name, (one, _) in built.items() for mode in modes}
+  with lib.torch_column(_TORCH.value, torch_cases, _TORCH_PYTHON.value) as torch:
     for name, ((one_task, _, tokens, rows_task), sweep_task) in built.items():
       timers = {'1 member': lib.sweep_timer(one_task, steps)[0]}
       if rows_task is not None:   # the same gradient with PyTorch's arithmetic
@@ -259,9 +255,6 @@ def main(argv):
                           ('1 member rows', ', the same arithmetic (drawn rows)')])
           for jax_name, what in steps_timed:
             _versus(t, tokens, jax_name + suffix, torch_names, label + what)
-  finally:
-    if torch is not None:
-      torch.close()
   print(f'\nafter: {lib.load()}')
 
 

@@ -3,6 +3,8 @@ fixed-batch task the PyTorch comparison uses, the op loop of `--ops`, the op kin
 and where the PyTorch interpreter comes from; and that benchmarks/modular.py's rewrites of the
 batched ops compute what vmap computes."""
 
+import contextlib
+import io
 import os
 from unittest import mock
 
@@ -161,6 +163,21 @@ class BenchLibTest(absltest.TestCase):
     self.assertIn(lib.TORCH_PYTHON_ENV, why)
     self.assertFalse(steps.available)
     self.assertEqual(steps.why, why)
+
+
+  def test_torch_column_prints_its_line_and_closes_when_the_block_ends(self):
+    called = []
+    with lib.torch_column(False, lambda: called.append(1) or {}, None) as torch:
+      self.assertIsNone(torch)
+    self.assertEmpty(called)   # --notorch: the cases are not even built
+    out = io.StringIO()
+    with mock.patch.object(lib.TorchSteps, 'close') as close, contextlib.redirect_stdout(out):
+      with self.assertRaises(KeyError):
+        with lib.torch_column(True, lambda: {}, '/no/such/python') as torch:
+          self.assertFalse(torch.available)
+          raise KeyError('the benchmark failed')
+    close.assert_called_once()   # closed on the way out of a failed block too
+    self.assertEqual(out.getvalue(), f'PyTorch: {torch.why}\n')
 
 
 if __name__ == '__main__':

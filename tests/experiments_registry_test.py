@@ -32,7 +32,9 @@ SHARED_LAUNCH = {'launch/train.py', 'launch/figure_gallery.py', 'launch/memory_r
 SHARED_BENCHMARKS = {'benchmarks/__init__.py', 'benchmarks/lib.py', 'benchmarks/torch_steps.py',
                      'benchmarks/mfu.py', 'benchmarks/config_walk.py'}
 SHARED_STUDIES = {'jaxdyn/studies/__init__.py', 'jaxdyn/studies/memory_policies.py',
-                  'jaxdyn/studies/runbook.py'}
+                  *[f'jaxdyn/studies/runbook/{m}.py' for m in (
+                      '__init__', 'entries', 'outputs', 'coconut_entry', 'benchmark_entries',
+                      'sinks_entry', 'joma_entry', 'streaming_entry')]}
 
 # A layer may import itself and the layers listed (jaxdyn/<layer>/...).
 MAY_IMPORT = {

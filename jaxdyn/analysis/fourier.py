@@ -166,13 +166,14 @@ def _factor_names(order2, other, m):
   return '*'.join(names)
 
 
-def factorize_solution(spec, threshold=SOLUTION_THRESHOLD):
-  """Factorise every order-4 / order-6 frequency group of a trained net (CoGS Table 2).
+def factorize_groups(spec, threshold, factorize, form_name):
+  """Every order-4 / order-6 frequency group of a trained net (the nodes whose |Z_a| peaks at k above
+  `threshold`, `nodes_by_frequency`), factored by `factorize(F_3xm) -> (error, factors)` and, when
+  factorable, named by `form_name(factors, m)` (CoGS Table 2). A group is non-factorable when its
+  error exceeds 0.1·sqrt(3m) (the reference's cut).
 
   Returns {'forms': {k: (order, form name)}, 'error4', 'error6' (mean factorisation errors of the
-  factorable groups), 'nonfactorable4', 'nonfactorable6' (fractions)}. A group is non-factorable when
-  its error exceeds 0.1·sqrt(3m) (the reference's cut). Form names: 'nu_i*xi' (order 4),
-  'nu*syn', 'nu_i*syn_ab' (order 6); other combinations are reported as 'a*b' of the factor names.
+  factorable groups), 'nonfactorable4', 'nonfactorable6' (fractions)}.
   """
   forms, errs, nonfact = {}, {4: [], 6: []}, {4: [], 6: []}
   for k, nodes in nodes_by_frequency(spec.Z_a, threshold).items():
@@ -180,19 +181,35 @@ def factorize_solution(spec, threshold=SOLUTION_THRESHOLD):
     if m not in (4, 6):
       continue
     F = np.stack([np.asarray(z)[k, nodes] for z in spec])
-    candidates = factorize_group(F)
-    err = candidates[0][2]
+    err, factors = factorize(F)
     bad = err > 0.1 * np.sqrt(F.size)
     nonfact[m].append(bad)
     if bad:
       forms[k] = (m, 'nonfactorable')
       continue
     errs[m].append(err)
-    named = [_factor_names(order2, other, m) for order2, other, _ in candidates]
-    forms[k] = (m, next((n for n in named if 'unknown' not in n), named[0]))
+    forms[k] = (m, form_name(factors, m))
   mean = lambda v: float(np.mean(v)) if v else float('nan')  # noqa: E731
   return {'forms': forms, 'error4': mean(errs[4]), 'error6': mean(errs[6]),
           'nonfactorable4': mean(nonfact[4]), 'nonfactorable6': mean(nonfact[6])}
+
+
+def factorize_solution(spec, threshold=SOLUTION_THRESHOLD):
+  """Factorise every order-4 / order-6 frequency group of a trained net (CoGS Table 2) by
+  `factorize_group`, each named by its first candidate whose factors all have names; returns what
+  `factorize_groups` returns. Form names: 'nu_i*xi' (order 4), 'nu*syn', 'nu_i*syn_ab' (order 6);
+  other combinations are reported as 'a*b' of the factor names.
+  """
+
+  def factorize(F):
+    candidates = factorize_group(F)
+    return candidates[0][2], candidates
+
+  def form_name(candidates, m):
+    named = [_factor_names(order2, other, m) for order2, other, _ in candidates]
+    return next((n for n in named if 'unknown' not in n), named[0])
+
+  return factorize_groups(spec, threshold, factorize, form_name)
 
 
 # --------------------------------------------------------------------------- ring-homomorphism monitors

@@ -237,26 +237,18 @@ def reference_factorize_solution(spec, threshold: float = fourier.SOLUTION_THRES
   groups are the nodes whose |Z_a| peaks at k above `threshold` (`fourier.nodes_by_frequency`, as ours);
   non-factorable when the error exceeds 0.1·√(3m). Returns what `fourier.factorize_solution` returns
   ({'forms': {k: (order, name)}, 'error4', 'error6', 'nonfactorable4', 'nonfactorable6'})."""
-  forms, errs, nonfact = {}, {4: [], 6: []}, {4: [], 6: []}
-  for k, nodes in fourier.nodes_by_frequency(spec.Z_a, threshold).items():
-    m = len(nodes)
-    if m not in (4, 6):
-      continue
-    F = np.stack([np.asarray(z)[k, nodes] for z in spec])
+
+  def factorize(F):
     order2, other, err = reference_factorize_group(F)
-    bad = err > 0.1 * math.sqrt(F.size)
-    nonfact[m].append(bad)
-    if bad:
-      forms[k] = (m, 'nonfactorable')
-      continue
-    errs[m].append(err)
-    names = [reference_classify(order2), reference_classify(other)]
+    return err, (order2, other)
+
+  def form_name(factors, m):
+    names = [reference_classify(f) for f in factors]
     if m == 4:
       names.sort(key=lambda n: _REFERENCE_NAME_ORDER[n])
-    forms[k] = (m, '*'.join(names))
-  mean = lambda v: float(np.mean(v)) if v else float('nan')  # noqa: E731
-  return {'forms': forms, 'error4': mean(errs[4]), 'error6': mean(errs[6]),
-          'nonfactorable4': mean(nonfact[4]), 'nonfactorable6': mean(nonfact[6])}
+    return '*'.join(names)
+
+  return fourier.factorize_groups(spec, threshold, factorize, form_name)
 
 
 def published_columns(Z_a, factors: dict) -> dict:
