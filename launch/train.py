@@ -197,8 +197,9 @@ def start_compilation_cache() -> str | None:
 
 def check_workdir(workdir: str) -> None:
   """Refuses an empty --workdir, a URL that cannot be opened here (`paths.url_problem`), a local one
-  that is not a directory or cannot be written, and an existing one with a damaged layout or held by a live run, without creating anything (a probe file
-  is created and removed in the nearest existing folder)."""
+  that is not a directory or cannot be written, and an existing one with a damaged layout or held
+  by a live run, without creating anything (a probe file is created and removed in the nearest
+  existing folder)."""
   if not workdir or not workdir.strip():
     raise config_lib.ConfigError('--workdir is empty; give the directory for the run, e.g. '
                                  '--workdir=workdirs/run')

@@ -22,7 +22,6 @@ def grid(seeds: Sequence[int], **axes: Sequence[float]) -> dict[str, np.ndarray]
   return out
 
 
-
 def members(config: ml_collections.ConfigDict,
             **axes: tuple[Sequence[float], float]) -> dict[str, np.ndarray]:
   """The sweep's members read from `config`: seeds `seed`, ..., `seed + num_seeds - 1` × every

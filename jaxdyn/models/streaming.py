@@ -207,16 +207,6 @@ def _streamed_nll(config, params, tokens_BxN, num_sink, size):
   return nll_NxB.T
 
 
-def _rotate(config: transformer.DecoderConfig, x_BxTxNxH: jax.Array,
-            positions_T: jax.Array) -> jax.Array:
-  """RoPE as the decoder applies it: `transformer.apply_rope` on the first `config.rotary_dim`
-  dims of each head (all of them unless `rope_dim` is set), the rest unrotated."""
-  d = config.rotary_dim
-  rotated = transformer.apply_rope(x_BxTxNxH[..., :d], positions_T, config.rope_base)
-  return rotated if d == x_BxTxNxH.shape[-1] else jnp.concatenate(
-      [rotated, x_BxTxNxH[..., d:]], axis=-1)
-
-
 def _rolled_attention(config: transformer.DecoderConfig, attn_params: dict, x_BxTxD: jax.Array,
                       num_sink: jax.Array, size: int, max_sinks: int, block: int) -> jax.Array:
   """The attention output B×T×D of every token of a stream as the sink + window cache streams it
@@ -237,7 +227,8 @@ def _rolled_attention(config: transformer.DecoderConfig, attn_params: dict, x_Bx
   q = project('query', x_BxTxD).reshape(batch, length, heads, head_dim)
   k_raw = project('key', x_BxTxD).reshape(batch, length, kv_heads, head_dim)
   v = project('value', x_BxTxD).reshape(batch, length, kv_heads, head_dim)
-  rope = functools.partial(_rotate, cfg) if cfg.positions == 'rope' else lambda x, positions: x
+  rope = (functools.partial(transformer.rotate, cfg) if cfg.positions == 'rope'
+          else lambda x, positions: x)
   t_T = jnp.arange(length, dtype=jnp.int32)
   q = rope(q, t_T)   # every query at its stream position t
   k = rope(k_raw, t_T)

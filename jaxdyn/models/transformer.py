@@ -210,9 +210,9 @@ def apply_rope(x_BxTxNxH: jax.Array, positions_T: jax.Array, base: float) -> jax
   return rotated.astype(x_BxTxNxH.dtype)
 
 
-def _rope(config: DecoderConfig, x_BxTxNxH: jax.Array, positions_T: jax.Array) -> jax.Array:
-  """`apply_rope` on every head dim, or on the first `config.rope_dim` only (GPT-NeoX's partial
-  rotary: the other dims pass unrotated)."""
+def rotate(config: DecoderConfig, x_BxTxNxH: jax.Array, positions_T: jax.Array) -> jax.Array:
+  """RoPE as the decoder applies it: `apply_rope` on every head dim, or on the first
+  `config.rope_dim` only (GPT-NeoX's partial rotary: the other dims pass unrotated)."""
   if config.rope_dim is None or config.rope_dim == x_BxTxNxH.shape[-1]:
     return apply_rope(x_BxTxNxH, positions_T, config.rope_base)
   rotated = apply_rope(x_BxTxNxH[..., :config.rope_dim], positions_T, config.rope_base)
@@ -338,7 +338,7 @@ class Attention(nn.Module):
     k = _dense(cfg, kv_heads * head_dim, 'key')(x_BxTxD).reshape(batch, length, kv_heads, head_dim)
     v = _dense(cfg, kv_heads * head_dim, 'value')(x_BxTxD).reshape(
         batch, length, kv_heads, head_dim)
-    rope = functools.partial(_rope, cfg)
+    rope = functools.partial(rotate, cfg)
     use_rope = cfg.positions == 'rope'
     if use_rope:
       q = rope(q, positions_T)
