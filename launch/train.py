@@ -18,7 +18,10 @@ compile times are logged and recorded in `<workdir>/compile.json`.
 A refused config, a bad flag, a locked workdir or a diverged run ends with one line on stderr and a
 non-zero exit code (`--verbose` shows the traceback). Ctrl-C (SIGINT) or SIGTERM stops the run at its
 next dispatch boundary after saving a checkpoint there (exit code 128 + the signal's number); a second
-Ctrl-C stops at once.
+Ctrl-C stops at once, without saving (one line naming the last complete checkpoint, exit code 130).
+XLA running out of memory (RESOURCE_EXHAUSTED: activations do not fit, which the memory check before
+the start does not count) is one line naming the config's size fields; a workdir that the launch
+created is removed.
 """
 
 import os
@@ -228,6 +231,16 @@ def check_workdir(workdir: str) -> None:
                                  f'{e.strerror}') from None
 
 
+def last_complete_checkpoint(workdir: str) -> int | None:
+  """The newest step whose checkpoint is complete in a local workdir (Orbax writes a step to a
+  temporary name and renames it when complete), without jax or Orbax; None if none or a URL."""
+  folder = os.path.join(workdir, 'checkpoints')
+  if paths.is_url(workdir) or not os.path.isdir(folder):
+    return None
+  steps = [int(name) for name in os.listdir(folder) if name.isdigit()]
+  return max(steps) if steps else None
+
+
 def check_before_start(config, workdir: str) -> None:
   """The workdir and the config, checked before anything is written or any device touched."""
   from jaxdyn import experiments  # pylint: disable=import-outside-toplevel
@@ -256,16 +269,45 @@ def main(argv):
     if _VERBOSE.value:
       raise
     _fail(str(e), 1)
-  run(config, _WORKDIR.value)
+  run(config, _WORKDIR.value, entries_before=_entries(_WORKDIR.value))
 
 
-def run(config, workdir: str) -> None:
-  """Imports jax and the run side, sets the JAX flags, starts the devices and trains."""
+def _entries(workdir: str) -> frozenset[str] | None:
+  """What a local workdir holds before the launch (None: it does not exist); a URL's is not listed
+  (an empty set stands for it: nothing of it is ever removed)."""
+  if paths.is_url(workdir):
+    return frozenset(['(a URL)'])
+  return frozenset(os.listdir(workdir)) if os.path.isdir(workdir) else None
+
+
+def _remove_what_the_launch_wrote(workdir: str, entries_before: frozenset[str] | None) -> None:
+  """After a refusal that comes once the run has started (its memory, an out-of-memory): a workdir
+  this launch created is removed, and one that was empty is emptied again; one that held anything
+  (an earlier run's records) is left as it is, and so is one with a complete checkpoint."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  if last_complete_checkpoint(workdir) is not None:
+    return
+  if entries_before is None:
+    shutil.rmtree(workdir, ignore_errors=True)
+  elif not entries_before and os.path.isdir(workdir):
+    for name in os.listdir(workdir):
+      path = os.path.join(workdir, name)
+      if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+      else:
+        os.remove(path)
+
+
+def run(config, workdir: str, entries_before: frozenset[str] | None = frozenset(['?'])) -> None:
+  """Imports jax and the run side, sets the JAX flags, starts the devices and trains.
+  `entries_before` (`_entries`) is what the workdir held before: a refusal after the start removes
+  what this launch wrote only where it held nothing."""
   parse_jax_flags()
   # pylint: disable=import-outside-toplevel
   import jax
   import jaxdyn
   from jaxdyn.core import checkpoint
+  from jaxdyn.core import memory
   from jaxdyn.core import mesh
   from jaxdyn.core import metrics
   from jaxdyn.core import trainer
@@ -290,10 +332,23 @@ def run(config, workdir: str) -> None:
   def stop(signum, frame):
     del frame
     received.append(signum)
-    signal.signal(signal.SIGINT, signal.default_int_handler)   # a second Ctrl-C stops at once
+    signal.signal(signal.SIGINT, stop_now)
     logging.warning('%s: stopping at the next dispatch boundary after a checkpoint (Ctrl-C again '
                     'to stop now)', signal.Signals(signum).name)
     trainer.request_stop()
+
+  def stop_now(signum, frame):
+    """A second Ctrl-C: out at once, without waiting for the save in flight (as a kill: a
+    checkpoint is complete or absent, the records are flushed line by line, a resume restarts
+    from the last complete checkpoint), in one line."""
+    del signum, frame
+    workdir_lock.release(paths.join(workdir, workdir_lock.LOCK_FILE))
+    last = last_complete_checkpoint(workdir)
+    print('error: interrupted again: stopped at once, without saving; run the same command again '
+          'to resume ' + (f'from the last complete checkpoint, step {last}' if last is not None
+                          else 'from the start (no checkpoint was complete)'),
+          file=sys.stderr, flush=True)
+    os._exit(130)   # no interpreter shutdown: Orbax's threads would print their interruption
 
   # Multi-host, SIGTERM is left to JAX's preemption service, which agrees on a step for all
   # processes (Checkpointer.reached_preemption); one process handles it here.
@@ -308,7 +363,15 @@ def run(config, workdir: str) -> None:
   except expected as e:
     if _VERBOSE.value:
       raise
+    if isinstance(e, config_lib.ConfigError):   # refused once started (memory): nothing written
+      _remove_what_the_launch_wrote(workdir, entries_before)
     _fail(str(e), 1)
+  except Exception as e:  # noqa: BLE001 -- XLA's out-of-memory is the user's to fix
+    message = memory.out_of_memory_message(e, config)
+    if message is None or _VERBOSE.value:
+      raise
+    _remove_what_the_launch_wrote(workdir, entries_before)
+    _fail(message, 1)
   print(f'done in {time.perf_counter() - _T_PROCESS:.1f} s; metrics, figures and checkpoints are in '
         f'{workdir}' + (f'; compiled programs cached in {cache}' if cache else ''))
 

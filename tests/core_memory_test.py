@@ -6,6 +6,7 @@ from unittest import mock
 
 from absl.testing import absltest
 import jax
+import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
@@ -75,6 +76,32 @@ class MemoryTest(absltest.TestCase):
     if jax.devices()[0].platform == 'cpu':
       self.assertEqual(where, "the host's available memory")
       self.assertGreater(have, 2**20)
+
+
+  def test_size_fields_of_several_groups(self):
+    config = ml_collections.ConfigDict({'num_seeds': 1, 'model': {'hidden': 64},
+                                        'data': {'seq_len': 512, 'batch_size': 8, 'seed': -1,
+                                                 'flag': True, 'name': 'x'}})
+    self.assertEqual(memory.size_fields(config, groups=('model', 'data')),
+                     ["'model.hidden' = 64", "'data.seq_len' = 512", "'data.batch_size' = 8",
+                      "'num_seeds' = 1"])
+
+  def test_out_of_memory_of_a_real_allocation_is_one_line_naming_the_size_fields(self):
+    try:   # 2 TiB: refused at once (more than the address space a host may commit)
+      jnp.zeros((1 << 41,), jnp.uint8).block_until_ready()
+    except Exception as e:  # noqa: BLE001 -- XLA's error type moves between jax versions
+      error = e
+    else:
+      self.skipTest('a 2 TiB allocation succeeded on this host')
+    message = memory.out_of_memory_message(error, self.config)
+    self.assertNotIn('\n', message)
+    self.assertTrue(message.startswith(
+        "out of memory: XLA could not allocate 2,048 GiB; the size fields: 'model.hidden' = "
+        f"{self.config.model.hidden}, 'data.modulus' = {self.config.data.modulus}, "
+        "'num_seeds' = 2, 'sweep.wd' = (0.0001, 0.001) ("), message)
+    self.assertIsNone(memory.out_of_memory_message(ValueError('RESOURCE_EXHAUSTED: no'),
+                                                   self.config))
+    self.assertIsNone(memory.out_of_memory_message(RuntimeError('INTERNAL: x'), self.config))
 
 
 if __name__ == '__main__':

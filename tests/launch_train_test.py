@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from absl.testing import absltest
@@ -27,13 +28,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEPS = 100_000   # never reached: the run is stopped by Ctrl-C
 
 
-def launch(workdir, *flags, steps=STEPS, checkpoint_every=50):
+def launch(workdir, *flags, steps=STEPS, checkpoint_every=50, hidden=256):
   return subprocess.Popen(
       [sys.executable, os.path.join(ROOT, 'launch', 'train.py'),
        '--config=' + os.path.join(ROOT, 'configs', 'modular_addition.py') + ':tiny',
        f'--workdir={workdir}', f'--config.train.steps={steps}',
        f'--config.train.checkpoint_every={checkpoint_every}',
-       '--config.train.steps_per_dispatch=10', '--config.model.hidden=256', *flags],
+       '--config.train.steps_per_dispatch=10', f'--config.model.hidden={hidden}', *flags],
       cwd=ROOT, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -114,6 +115,70 @@ class LaunchTest(absltest.TestCase):
       _, err = proc.communicate(timeout=300)
       self.assertEqual(proc.returncode, 0, err[-2000:])
     self.assertEqual(metrics_lib.read_metrics(workdir), metrics_lib.read_metrics(straight_dir))
+
+def read_stderr_until(proc, text, timeout=240):
+  """Reads `proc`'s stderr line by line (in a thread) until a line holds `text`; returns the lines
+  read so far, a list that the thread keeps filling until the process ends."""
+  lines, seen = [], threading.Event()
+
+  def pump():
+    for line in proc.stderr:
+      lines.append(line)
+      if text in line:
+        seen.set()
+    seen.set()   # the process ended
+  threading.Thread(target=pump, daemon=True).start()
+  if not seen.wait(timeout) or not any(text in line for line in lines):
+    raise AssertionError(f'no line with {text!r} on stderr: {"".join(lines)[-2000:]}')
+  return lines
+
+
+class StoppedOrRefusedAfterStartTest(absltest.TestCase):
+  """Once the run has started: a second Ctrl-C stops at once, an out-of-memory is refused; each in
+  one `error:` line, with no traceback."""
+
+  def test_second_ctrl_c_stops_at_once_in_one_line(self):
+    workdir = self.create_tempdir().full_path
+    # Dispatches of 4,000 steps (about a second each): the first Ctrl-C waits for the next boundary,
+    # and the second comes while it waits.
+    proc = launch(workdir, '--config.train.steps_per_dispatch=4000', checkpoint_every=4000)
+    folder, deadline = os.path.join(workdir, 'checkpoints'), time.time() + 240
+    while not (os.path.isdir(folder) and any(n.isdigit() for n in os.listdir(folder))):
+      self.assertLess(time.time(), deadline, 'no complete checkpoint')   # step 4000's
+      self.assertIsNone(proc.poll(), 'the run ended before its first checkpoint')
+      time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    lines = read_stderr_until(proc, 'stopping at the next dispatch boundary')
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=120)
+    err = ''.join(lines)
+    self.assertEqual(proc.returncode, 130, err[-2000:])
+    self.assertNotIn('Traceback', err)
+    last = err.splitlines()[-1]
+    match = re.fullmatch(r'error: interrupted again: stopped at once, without saving; run the same '
+                         r'command again to resume from the last complete checkpoint, step (\d+)',
+                         last)
+    self.assertIsNotNone(match, last)
+    complete = [int(n) for n in os.listdir(os.path.join(workdir, 'checkpoints')) if n.isdigit()]
+    self.assertEqual(int(match.group(1)), max(complete))
+    self.assertGreaterEqual(max(complete), 4000)
+    self.assertFalse(os.path.exists(os.path.join(workdir, workdir_lock.LOCK_FILE)))
+    steps = [row['step'] for row in metrics_lib.read_metrics(workdir)]   # every line whole
+    self.assertGreaterEqual(max(steps), max(complete))
+
+  def test_out_of_memory_is_one_line_naming_the_size_fields_and_removes_the_new_workdir(self):
+    # d = 1024, 8,000 hidden units: 24M parameters (the memory check passes), but the full batch's
+    # activations are tens of GiB, which XLA cannot allocate on this host.
+    workdir = os.path.join(self.create_tempdir().full_path, 'new')
+    proc = launch(workdir, '--config.data.modulus=1024', '--config.num_seeds=1', steps=5,
+                  checkpoint_every=5, hidden=8000)
+    _, err = proc.communicate(timeout=240)
+    self.assertEqual(proc.returncode, 1, err[-2000:])
+    self.assertNotIn('Traceback', err)
+    self.assertRegex(err.splitlines()[-1],
+                     r"^error: out of memory: XLA could not allocate [\d.,]+ GiB; the size fields: "
+                     r"'model.hidden' = 8000, 'data.modulus' = 1024, 'num_seeds' = 1 \(")
+    self.assertFalse(os.path.exists(workdir))
 
 # Refused before jax is imported: (name, flags after --config and --workdir, the config, the texts the
 # error line holds, in order); 'busy' runs in a workdir locked by this process.

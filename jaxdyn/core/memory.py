@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 import jax
 import numpy as np
@@ -58,19 +59,23 @@ def available_bytes() -> tuple[int | None, str]:
 
 
 def _gib(n: int) -> str:
-  return f'{n / 2**30:.3g} GiB'
+  gib = n / 2**30
+  return f'{gib:,.0f} GiB' if gib >= 100 else f'{gib:.3g} GiB'
 
 
-def size_fields(config, top: int = 3) -> list[str]:
-  """The fields that drive a run's size, as "'field' = value": the `top` largest integers of the
-  `model` group (widths, depths, vocabularies), `num_seeds` and every `sweep.*` list of several
-  values (the members). Empty without a config."""
+def size_fields(config, top: int = 3, groups: tuple[str, ...] = ('model',)) -> list[str]:
+  """The fields that drive a run's size, as "'field' = value": the `top` largest integers of each of
+  `groups` (the `model` group's widths, depths, vocabularies; with 'data', its lengths and batch
+  sizes, which drive the activations), `num_seeds` and every `sweep.*` list of several values (the
+  members). Empty without a config."""
   if config is None:
     return []
-  model = config.get('model') or {}
-  sizes = sorted(((v, f'model.{k}') for k, v in model.items()
-                  if isinstance(v, int) and not isinstance(v, bool) and v > 1), reverse=True)
-  named = [f"'{field}' = {value}" for value, field in sizes[:top]]
+  named = []
+  for group in groups:
+    fields = config.get(group) or {}
+    sizes = sorted(((v, f'{group}.{k}') for k, v in fields.items()
+                    if isinstance(v, int) and not isinstance(v, bool) and v > 1), reverse=True)
+    named += [f"'{field}' = {value}" for value, field in sizes[:top]]
   named.append(f"'num_seeds' = {config.num_seeds}")
   sweep = config.get('sweep') or {}
   named += [f"'sweep.{k}' = {tuple(v)}" for k, v in sweep.items()
@@ -94,3 +99,22 @@ def check_fits(task, config=None) -> None:
         f'parameters per member x {task.num_members} members, with optimizer state, gradients and '
         f'data) but {where} holds {_gib(have)}: about {fits:,} parameters per member would fit; '
         f'shrink the model or the data, or use fewer members (num_seeds, sweep lists)')
+
+
+def out_of_memory_message(error: BaseException, config=None) -> str | None:
+  """The one line for XLA's RESOURCE_EXHAUSTED (an allocation in a compile or a step that the device
+  or host cannot hold: activations, which `check_fits` does not count), naming the config's size
+  fields (`size_fields` of `model` and `data`); None for any other error."""
+  text = str(error)
+  if type(error).__name__ not in ('JaxRuntimeError', 'XlaRuntimeError') or (
+      'RESOURCE_EXHAUSTED:' not in text):
+    return None
+  lines = [line.strip() for line in text.split('RESOURCE_EXHAUSTED:', 1)[1].splitlines()]
+  what = next((line for line in lines if line), 'XLA ran out of memory').rstrip('.')
+  size = re.search(r'allocating (\d+) bytes', what)
+  if size:
+    what = f'XLA could not allocate {_gib(int(size.group(1)))}'
+  named = ', '.join(size_fields(config, groups=('model', 'data')))
+  return (f'out of memory: {what}' + (f'; the size fields: {named}' if named else '')
+          + ' (activations and batches come on top of the parameters and optimizer state that the '
+          'memory check counts): shrink them')
