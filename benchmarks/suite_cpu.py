@@ -44,14 +44,15 @@ def clone(rev, into):
   return full
 
 
-def run_suite(clone_dir, pytest_args, log_path):
-  """Runs the suite in `clone_dir`; returns wall, user and sys seconds and pytest's summary."""
+def run_suite(clone_dir, pytest_args, log_path, python=sys.executable):
+  """Runs the suite in `clone_dir` (`python -m pytest`); returns wall, user and sys seconds (of the
+  process tree) and pytest's summary line."""
   env = {k: v for k, v in os.environ.items() if not k.startswith(('JAXDYN_', 'XLA_', 'JAX_'))}
   env['PYTHONPATH'] = clone_dir
   load = os.getloadavg()[0]
   start = time.monotonic()
   with open(log_path, 'w') as log:
-    proc = subprocess.Popen([sys.executable, '-m', 'pytest', '-p', 'no:cacheprovider',
+    proc = subprocess.Popen([python, '-m', 'pytest', '-p', 'no:cacheprovider',
                              *shlex.split(pytest_args)], cwd=clone_dir, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -94,7 +95,8 @@ def main(argv=None):
     pairs = [r['cpu_s'] / b['cpu_s'] for b, r in zip(sides['base']['runs'], sides['rev']['runs'])]
     total = (sum(r['cpu_s'] for r in sides['rev']['runs'])
              / sum(b['cpu_s'] for b in sides['base']['runs']))
-    print(f'\n| run | {args.base} CPU-s (wall) | {args.rev} CPU-s (wall) | ratio |\n|---|---|---|---|')
+    print(f'\n| run | {args.base} CPU-s (wall) | {args.rev} CPU-s (wall) | ratio |')
+    print('|---|---|---|---|')
     for i, (b, r) in enumerate(zip(sides['base']['runs'], sides['rev']['runs'])):
       print(f'| {i + 1} | {b["cpu_s"]} ({b["wall_s"]} s) | {r["cpu_s"]} ({r["wall_s"]} s) | '
             f'{pairs[i]:.3f} |')

@@ -1,0 +1,51 @@
+"""benchmarks/suite_cpu.py: runs alternate base and rev, the ratios are CPU-seconds rev / base, and
+pytest's summary line is read from the log (the suites themselves are not run here: minutes each)."""
+
+import json
+import os
+from unittest import mock
+
+from absl.testing import absltest
+
+from benchmarks import suite_cpu
+
+
+class SuiteCpuTest(absltest.TestCase):
+
+  def test_runs_alternate_and_ratios_are_cpu_seconds(self):
+    order, cpu = [], {'base': [100.0, 120.0], 'rev': [50.0, 66.0]}
+
+    def fake_run(clone_dir, pytest_args, log_path):
+      side = os.path.basename(clone_dir)
+      order.append(side)
+      value = cpu[side][sum(s == side for s in order) - 1]
+      return {'wall_s': value / 2, 'user_s': value - 1, 'sys_s': 1.0, 'cpu_s': value,
+              'load_before': 0.0, 'exit_status': 0, 'summary': '3 passed in 1.00s'}
+
+    out = os.path.join(self.create_tempdir().full_path, 'r.json')
+    with mock.patch.object(suite_cpu, 'clone', return_value='f' * 40), \
+         mock.patch.object(suite_cpu, 'run_suite', side_effect=fake_run):
+      suite_cpu.main(['--base=A', '--rev=B', '--repeats=2', f'--out={out}'])
+    self.assertEqual(order, ['base', 'rev', 'base', 'rev'])
+    with open(out) as f:
+      result = json.load(f)
+    self.assertEqual(result['pair_ratios'], [0.5, 0.55])
+    self.assertAlmostEqual(result['ratio'], 116 / 220)
+
+  def test_summary_line_and_cpu_of_a_real_child(self):
+    folder = self.create_tempdir().full_path
+    python = os.path.join(folder, 'python')   # stands for `python -m pytest ...`: burns, prints
+    with open(python, 'w') as f:
+      f.write('#!/bin/sh\nsh -c \'i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done\'\n'
+              'echo "collecting ..."\n'
+              'echo "========= 2 failed, 5 passed, 1 skipped in 3.21s ========="\nexit 1\n')
+    os.chmod(python, 0o755)
+    row = suite_cpu.run_suite(folder, '-q tests', os.path.join(folder, 'log.txt'), python=python)
+    self.assertEqual(row['summary'], '2 failed, 5 passed, 1 skipped in 3.21s')
+    self.assertEqual(row['exit_status'], 1)
+    self.assertGreater(row['user_s'] + row['sys_s'], 0.01)   # the grandchild's loop is counted
+    self.assertAlmostEqual(row['cpu_s'], row['user_s'] + row['sys_s'], delta=0.11)
+
+
+if __name__ == '__main__':
+  absltest.main()
