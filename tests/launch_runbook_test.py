@@ -1,22 +1,29 @@
 """The accelerator run book (docs/accelerator.md, `jaxdyn.studies.runbook`): every command on the
 page parses with the entry's own options, one command of each entry runs at `--tiny` size and writes
-the JSON and markdown row the page promises, and the seed folders combine into the paper's
+the JSON and markdown row the page promises, the coconut entry's training budget stops training and
+reports from the step reached (its training mocked), and the seed folders combine into the paper's
 statistic. The coconut and sinks entries' trainings are the ones other test modules read
 (tests/shared_runs.py): copied into the entry's workdir, the entry resumes them finished and writes
 its outputs from them."""
 
+import contextlib
 import copy
+import io
 import json
 import os
 import re
 import shlex
+import shutil
 import tempfile
 import time
+import types
 from unittest import mock
 
 from absl.testing import absltest
 import numpy as np
 
+from jaxdyn.core import resume
+from jaxdyn.core import trainer
 from jaxdyn.data import cache as data_cache
 from jaxdyn.experiments import attention_sinks
 from jaxdyn.experiments import coconut
@@ -29,7 +36,8 @@ PAGE = os.path.join(ROOT, 'docs', 'accelerator.md')
 COMMON_FIELDS = ('entry', 'date', 'device', 'platform', 'jax', 'install_s', 'compared_with',
                  'goes_to', 'rows')
 FIELDS = {
-    'coconut': ('seed', 'cut', 'steps', 'methods', 'ablation', 'data_from_carried_cache', 'paper',
+    'coconut': ('seed', 'cut', 'steps', 'steps_reached', 'stopped_by_budget', 'train_budget_s',
+                'stage_reached', 'methods', 'ablation', 'data_from_carried_cache', 'paper',
                 'train_s', 'report_s', 'wall_s'),
     'galore': ('command', 'shape', 'optimizers', 'wall_s'),
     'mfu': ('params', 'batch', 'seq', 'model_flops_per_step', 'peak', 'variants'),
@@ -125,7 +133,9 @@ class RunbookTest(absltest.TestCase):
 
   def test_a_typo_is_refused(self):
     for args in (['--entry=coconut', '--out=o', '--sed=1'], ['--entry=mfu', '--out=o', '--seed=1'],
-                 ['--entry=coconut', '--out=o'], ['--entry=sinks', '--out=o', '--program=lng']):
+                 ['--entry=coconut', '--out=o'], ['--entry=sinks', '--out=o', '--program=lng'],
+                 ['--entry=joma', '--out=o', '--train_budget_s=60'],
+                 ['--entry=coconut', '--out=o', '--seed=0', '--train_budget_s=-1']):
       with self.subTest(' '.join(args)), self.assertRaises(SystemExit):
         runbook.check_options(runbook.parser().parse_args(args))
 
@@ -173,6 +183,12 @@ class RunbookTest(absltest.TestCase):
   def test_entries_hold_their_numbers(self):
     coconut = self.outputs['coconut'][0]
     self.assertTrue(coconut['data_from_carried_cache'] is False)   # first run: generated
+    # --tiny keeps no training budget unless given: the whole of `:tiny`, its last stage reached
+    self.assertIsNone(coconut['train_budget_s'])
+    self.assertIs(coconut['stopped_by_budget'], False)
+    self.assertEqual(coconut['steps_reached'], coconut['steps'])
+    self.assertEqual(coconut['stage_reached'], 3)   # 4 steps of one epoch, one epoch per stage
+    self.assertEqual(coconut['rows'][0]['epochs'], 'tiny')
     for m in runbook.COCONUT_METHODS:
       self.assertBetween(coconut['methods'][m]['test_accuracy'], 0, 100)
     galore = self.outputs['galore'][0]['optimizers']
@@ -211,6 +227,87 @@ class RunbookTest(absltest.TestCase):
     with np.load(os.path.join(cache, names[2])) as test:   # the test split, as written
       np.testing.assert_array_equal(test['question'], first['test']['question'])
 
+  def test_the_page_command_trains_within_the_default_budget(self):
+    args = next(a for a in self.commands if '--entry=coconut' in a and '--seed=0' in a)
+    self.assertEqual(runbook.coconut_entry.train_budget_s(runbook.parser().parse_args(args)),
+                     runbook.COCONUT_TRAIN_BUDGET_S)
+    for extra, budget in (('--tiny', None), ('--train_budget_s=0', None),
+                          ('--train_budget_s=90', 90.0)):
+      opts = runbook.parser().parse_args(args + [extra])
+      self.assertEqual(runbook.coconut_entry.train_budget_s(opts), budget)
+
+  def test_budget_timer_asks_the_trainer_to_stop(self):
+    with mock.patch.object(trainer, 'request_stop') as request_stop:
+      with runbook.train_budget(0.02) as spent:
+        self.assertTrue(spent.wait(5))
+      request_stop.assert_called_once_with()
+      with runbook.train_budget(0.3) as spent:   # the block ends first: the timer is cancelled
+        pass
+      with runbook.train_budget(None) as unbudgeted:
+        pass
+      time.sleep(0.5)
+      self.assertFalse(spent.is_set())
+      self.assertFalse(unbudgeted.is_set())
+      request_stop.assert_called_once_with()
+
+  def _budgeted_coconut(self, name, budget_args, first_call):
+    """The `:tiny` coconut entry with `coconut.train_and_evaluate` mocked: `first_call(config,
+    workdir)` for the first call, a result of 0.5 s for the next; the report's files are the tiny
+    run's (copied). Returns (the mock, main's record or the error it raised, stdout, out)."""
+    work, out = os.path.join(self.tmp, f'w_{name}'), os.path.join(self.tmp, name)
+    shutil.copytree(os.path.join(self.tmp, 'w_coconut'), work)
+    args = tiny_args(['--entry=coconut', '--seed=0', f'--out={out}', *budget_args], out, work,
+                     self.cache)
+    calls = iter([first_call, lambda config, workdir: types.SimpleNamespace(wall_time_s=0.5)])
+    train = mock.Mock(side_effect=lambda config, workdir: next(calls)(config, workdir))
+    printed = io.StringIO()
+    with mock.patch.object(coconut, 'train_and_evaluate', train), \
+         contextlib.redirect_stdout(printed):
+      try:
+        record = runbook.main(args)
+      except trainer.StopRequested as e:
+        record = e
+    return train, record, printed.getvalue(), out
+
+  def test_a_budget_stop_reports_from_the_step_reached(self):
+    def stopped_at_2(config, workdir):   # a training past its budget: stopped at a dispatch boundary
+      for _ in range(500):   # up to 5 s for the budget's timer
+        if trainer._STOP.is_set():
+          break
+        time.sleep(0.01)
+      self.assertTrue(trainer._STOP.is_set())
+      raise trainer.StopRequested(2, os.path.join(workdir, 'checkpoints', '2'))
+
+    train, record, printed, out = self._budgeted_coconut('budget', ['--train_budget_s=0.01'],
+                                                         stopped_at_2)
+    self.assertEqual(train.call_count, 2)
+    (first, work), _ = train.call_args_list[0]
+    (second, work2), _ = train.call_args_list[1]
+    self.assertEqual(work2, work)   # resumed in the same workdir: it trains nothing, it reports
+    self.assertEqual(first.train.steps, 4)
+    self.assertEqual(second.train.steps, 2)
+    self.assertEqual(resume.differing_fields(first.to_dict(), second.to_dict()), ['train.steps'])
+    self.assertFalse(trainer._STOP.is_set())   # the stop the mock did not take is withdrawn
+    self.assertEqual((record['steps'], record['steps_reached'], record['stopped_by_budget'],
+                      record['train_budget_s'], record['stage_reached']), (4, 2, True, 0.01, 1))
+    self.assertEqual(record['rows'][0]['epochs'], '2 of 4 (budget)')
+    with open(os.path.join(out, 'coconut.md'), encoding='utf-8') as f:
+      self.assertIn('| 2 of 4 (budget) |', f.read())
+    self.assertIn('training budget of 0.01 s spent; training stopped at the next dispatch '
+                  'boundary', printed)
+    self.assertIn('step 2 of 4 (epoch 2 of 4, curriculum stage 1)', printed)
+
+  def test_a_stop_not_from_the_budget_is_not_taken_for_it(self):
+    stop = trainer.StopRequested(1, 'checkpoints/1')
+
+    def stopped(config, workdir):
+      raise stop
+
+    train, raised, printed, _ = self._budgeted_coconut('no_budget', [], stopped)
+    self.assertIs(raised, stop)   # --tiny: no budget, so a stop (Ctrl-C, preemption) is re-raised
+    self.assertEqual(train.call_count, 1)
+    self.assertIn('no training budget', printed)
+
   def test_coconut_seeds_combine_to_mean_and_sd(self):
     _, out = self.outputs['coconut']
     folders = []
@@ -230,6 +327,7 @@ class RunbookTest(absltest.TestCase):
     stats = combined['methods']['coconut']
     self.assertAlmostEqual(stats['mean'], 60.0)
     self.assertAlmostEqual(stats['sd'], 10.0)   # ddof 1: the papers' sd over seeds
+    self.assertEqual(combined['steps_reached'], [4, 4, 4])   # per seed: none stopped by a budget
     self.assertEqual(combined['rows'][0]['test accuracy % (mean ± sd)'], '60.0 ± 10.0')
     with self.assertRaisesRegex(ValueError, 'twice'):
       runbook.combine_coconut([folders[0], folders[0]], os.path.join(self.tmp, 'bad'))

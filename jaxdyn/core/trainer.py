@@ -65,6 +65,12 @@ def request_stop() -> None:
   _STOP.set()
 
 
+def clear_stop() -> None:
+  """Withdraws a `request_stop()` that no `train` has taken yet (the run book's wall-time budget
+  spent after its training ended), so that it does not stop a later run in the same process."""
+  _STOP.clear()
+
+
 def is_primary() -> bool:
   """Process 0 writes records, TensorBoard and figures; every process saves its checkpoint shards."""
   return jax.process_index() == 0

@@ -12,7 +12,8 @@ seconds, the entry's numbers and the rows) and `DIR/<entry>.md` (the same rows a
 to paste beside the published numbers on the page the run book names). The entries (`ENTRIES`):
 
   coconut    Coconut / CoT / No-CoT in `:superposition`, cut to one seed and 60 epochs (Zhu et al.
-             2025, arXiv 2505.12514); `--seed`; `--combine` the seeds' folders into mean ± sd
+             2025, arXiv 2505.12514); `--seed`; `--train_budget_s` (training stops there and the
+             report is written from the step reached); `--combine` the seeds' folders into mean ± sd
   galore     `benchmarks.galore`'s part 5: AdamW and GaLore (SVD, Gram eigh, warm-started subspace
              iteration) training `galore_pretrain:paper`'s 60M shape, its JSON read back
   mfu        `benchmarks.mfu`: a GPT-2-124M-shaped decoder in bfloat16, einsum vs cuDNN attention
@@ -55,7 +56,8 @@ from jaxdyn.studies.runbook import streaming_entry
 from jaxdyn.studies.runbook.benchmark_entries import (  # noqa: F401
     GALORE_PROJECTORS, GALORE_STEPS, galore_command, run_galore, run_logged, run_mfu)
 from jaxdyn.studies.runbook.coconut_entry import (  # noqa: F401
-    COCONUT_CUT, COCONUT_METHODS, coconut_config, coconut_data_files, combine_coconut, run_coconut)
+    COCONUT_CUT, COCONUT_METHODS, COCONUT_TRAIN_BUDGET_S, coconut_config, coconut_data_files,
+    combine_coconut, run_coconut, train_budget)
 from jaxdyn.studies.runbook.entries import ENTRIES, Entry  # noqa: F401
 from jaxdyn.studies.runbook.joma_entry import JOMA_BUDGET_S, run_joma  # noqa: F401
 from jaxdyn.studies.runbook.outputs import (  # noqa: F401
@@ -131,6 +133,10 @@ def parser() -> argparse.ArgumentParser:
                  '.runbook/wheels), coconut_data (the questions into --data_cache)')
   p.add_argument('--seed', type=int, help='coconut: the one seed of this call')
   p.add_argument('--combine', help='coconut, sinks: comma-separated output folders to combine')
+  p.add_argument('--train_budget_s', type=float,
+                 help='coconut: seconds from the entry\'s start after which training stops and the '
+                 f'report is written from the step reached (default '
+                 f'{coconut_entry.COCONUT_TRAIN_BUDGET_S:g}, none with --tiny; 0: none)')
   p.add_argument('--attention', help='mfu: attention_impl variants (default einsum,cudnn)')
   p.add_argument('--program', choices=sinks_entry.SINK_PROGRAMS, help='sinks: the grid program')
   p.add_argument('--seeds', help='sinks: consecutive seeds of this call, e.g. 0 or 0,1')
@@ -164,6 +170,8 @@ def check_options(opts) -> None:
   needed = {'coconut': 'seed', 'sinks': 'program', 'streaming': 'model'}.get(opts.entry)
   if needed and getattr(opts, needed) is None and not opts.combine:
     raise SystemExit(f'error: --entry={opts.entry} needs --{needed}')
+  if opts.train_budget_s is not None and opts.train_budget_s < 0:
+    raise SystemExit(f'error: --train_budget_s must be >= 0 (0: none); got {opts.train_budget_s:g}')
   if opts.combine and opts.entry not in COMBINERS:
     raise SystemExit(f'error: --combine is for {", ".join(COMBINERS)}')
 

@@ -19,7 +19,7 @@ ENTRIES = {
         'Hao et al. 2024 (arXiv 2412.06769) Table 1, ProsQA, GPT-2: Coconut 97.0 ± 0.3, CoT 77.5 '
         '± 1.9, No-CoT 76.7 ± 1.0 (mean ± sd over seeds); the effect asked on the coconut page: '
         'Coconut ≥ 85% and ≥ 10 points above CoT and No-CoT, removing the thoughts costing ≥ 15',
-        'docs/experiments/coconut.md', ('seed', 'combine')),
+        'docs/experiments/coconut.md', ('seed', 'train_budget_s', 'combine')),
     'galore': Entry(
         'GaLore at scale: AdamW vs GaLore (SVD, eigh, subspace iteration), galore_pretrain:paper 60M',
         'the one H100 measurement at d 1024 × 4 layers (docs/benchmarks.md): GaLore SVD 2.045× '
