@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED_LAUNCH = {'launch/train.py', 'launch/figure_gallery.py', 'launch/memory_report.py',
                  'launch/runbook.py'}
 SHARED_BENCHMARKS = {'benchmarks/__init__.py', 'benchmarks/lib.py', 'benchmarks/torch_steps.py',
-                     'benchmarks/mfu.py', 'benchmarks/config_walk.py'}
+                     'benchmarks/mfu.py', 'benchmarks/config_walk.py', 'benchmarks/suite_cpu.py'}
 SHARED_STUDIES = {'jaxdyn/studies/__init__.py', 'jaxdyn/studies/memory_policies.py',
                   *[f'jaxdyn/studies/runbook/{m}.py' for m in (
                       '__init__', 'entries', 'outputs', 'coconut_entry', 'benchmark_entries',
@@ -78,8 +78,14 @@ def _imports(path):
       yield node.module, tuple(alias.name for alias in node.names)
 
 
+# Public names that start with an underscore: `os._exit` (the standard library's documented exit
+# without clean-up: the launcher's second Ctrl-C).
+PUBLIC_UNDERSCORED = {'os._exit'}
+
+
 def _private_uses(path):
-  """`module._name` where `module` is an imported module of jaxdyn, benchmarks or a library."""
+  """`module._name` where `module` is an imported module of jaxdyn, benchmarks or a library (the
+  few documented public names with an underscore, `PUBLIC_UNDERSCORED`, excepted)."""
   with open(path) as f:
     tree = ast.parse(f.read(), path)
   aliases = set()
@@ -90,7 +96,8 @@ def _private_uses(path):
       aliases |= {a.asname or a.name for a in node.names}
   return sorted({f'{n.value.id}.{n.attr}' for n in ast.walk(tree)
                  if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                 and n.value.id in aliases and n.attr.startswith('_') and not n.attr.startswith('__')})
+                 and n.value.id in aliases and n.attr.startswith('_') and not n.attr.startswith('__')}
+                - PUBLIC_UNDERSCORED)
 
 
 def _jaxdyn_module(path):

@@ -9,7 +9,6 @@ counted, so a refused run certainly does not fit.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 
@@ -27,7 +26,7 @@ def _nbytes(tree) -> int:
 
 def estimate_bytes(task) -> int:
   """Bytes the run needs at least: train state + gradients + data (module doc)."""
-  state = jax.eval_shape(functools.partial(program.init_state, task))
+  state = program.state_shapes(task)
   return (_nbytes(state) + _nbytes(state['members']['params']) + _nbytes(task.data)
           + _nbytes(task.shared_data))
 

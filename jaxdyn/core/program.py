@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+import weakref
 from typing import Any
 
 import jax
@@ -46,7 +47,7 @@ def state_shardings(task: Task, mesh, shard_params: bool = False) -> dict:
   rep = mesh_lib.replicated(mesh)
   if not shard_params or mesh.shape[mesh_lib.DATA] == 1:
     return {'step': rep, 'members': mesh_lib.sweep_sharding(mesh)}
-  abstract = jax.eval_shape(functools.partial(init_state, task))
+  abstract = state_shapes(task)
   return {'step': rep, 'members': jax.tree.map(lambda x: mesh_lib.fsdp_sharding(mesh, x.shape),
                                                abstract['members'])}
 
@@ -154,10 +155,27 @@ def init_state(task: Task) -> dict:
   return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
 
 
+_STATE_SHAPES: dict[int, tuple[weakref.ref, Any]] = {}
+
+
+def state_shapes(task: Task) -> dict:
+  """`init_state(task)`'s shapes and dtypes (`jax.eval_shape`), traced once per task object: the
+  memory check, the strategy's rule, the parameter count, the step's jaxpr and the restore target
+  all read them, and each trace of the members' initialisation and optimizer costs as much as the
+  first (a task is frozen: the shapes cannot change; the entry goes with the task)."""
+  key = id(task)
+  entry = _STATE_SHAPES.get(key)
+  if entry is not None and entry[0]() is task:
+    return entry[1]
+  shapes = jax.eval_shape(functools.partial(init_state, task))
+  _STATE_SHAPES[key] = (weakref.ref(task, lambda _: _STATE_SHAPES.pop(key, None)), shapes)
+  return shapes
+
+
 def abstract_state(task: Task, placement: Placement) -> dict:
   """The train state's shapes and dtypes in `placement.state`'s layout, computed from shapes only:
   the target of a restore, and the state a compile without arrays reads."""
-  return _with_shardings(jax.eval_shape(functools.partial(init_state, task)), placement.state)
+  return _with_shardings(state_shapes(task), placement.state)
 
 
 def _with_shardings(tree, sharding):
@@ -170,7 +188,7 @@ def _with_shardings(tree, sharding):
 
 def param_count(task: Task) -> int:
   """Parameters of one member (from abstract shapes: nothing is allocated)."""
-  params = jax.eval_shape(functools.partial(init_state, task))['members']['params']
+  params = state_shapes(task)['members']['params']
   return sum(int(np.prod(x.shape[1:])) for x in jax.tree.leaves(params))
 
 
@@ -233,7 +251,7 @@ def step_jaxpr(task: Task, mesh=None, *, with_stats: bool = False,
   traced from abstract arrays: its inputs are (member, step, data, shared data, hparams), one
   member's each (`mesh` default: one device)."""
   mesh = mesh or mesh_lib.make_mesh(1, 1, 1)
-  state = jax.eval_shape(functools.partial(init_state, task))
+  state = state_shapes(task)
   return jax.make_jaxpr(functools.partial(member_step, task, mesh, with_stats, microbatches))(
       _one_member(state['members']), jax.ShapeDtypeStruct((), jnp.int32), _one_member(task.data),
       _abstract_fed(task, _abstract(task.shared_data), 1), _one_member(task.hparams))

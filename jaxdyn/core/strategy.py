@@ -185,7 +185,7 @@ def _key(task: Task, microbatches: int, step_jaxpr) -> dict:
 def rule(task: Task, microbatches: int = 1) -> Callable[[int], int | None]:
   """local members -> `members.auto_batch`'s batch for this task's step: the rule 'auto' applies
   (`program.member_batch`), from the step's largest intermediate (its jaxpr: no compile)."""
-  abstract = jax.eval_shape(functools.partial(program.init_state, task))
+  abstract = program.state_shapes(task)
   largest = program.largest_intermediate(
       task, mesh_lib.make_mesh(task.num_members, 1, 1), abstract['members'], abstract['step'],
       task.data, task.shared_data, task.hparams, microbatches)
