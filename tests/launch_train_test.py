@@ -167,17 +167,18 @@ class StoppedOrRefusedAfterStartTest(absltest.TestCase):
     self.assertGreaterEqual(max(steps), max(complete))
 
   def test_out_of_memory_is_one_line_naming_the_size_fields_and_removes_the_new_workdir(self):
-    # d = 1024, 8,000 hidden units: 24M parameters (the memory check passes), but the full batch's
-    # activations are tens of GiB, which XLA cannot allocate on this host.
+    # d = 4096 (the largest modulus), 1,000 hidden units: 12M parameters (the memory check passes),
+    # but the full batch's activations need a 568 GiB buffer, more than any host this runs on holds,
+    # so XLA refuses it at once instead of allocating it.
     workdir = os.path.join(self.create_tempdir().full_path, 'new')
-    proc = launch(workdir, '--config.data.modulus=1024', '--config.num_seeds=1', steps=5,
-                  checkpoint_every=5, hidden=8000)
+    proc = launch(workdir, '--config.data.modulus=4096', '--config.num_seeds=1', steps=5,
+                  checkpoint_every=5, hidden=1000)
     _, err = proc.communicate(timeout=240)
     self.assertEqual(proc.returncode, 1, err[-2000:])
     self.assertNotIn('Traceback', err)
     self.assertRegex(err.splitlines()[-1],
                      r"^error: out of memory: XLA could not allocate [\d.,]+ GiB; the size fields: "
-                     r"'model.hidden' = 8000, 'data.modulus' = 1024, 'num_seeds' = 1 \(")
+                     r"'model.hidden' = 1000, 'data.modulus' = 4096, 'num_seeds' = 1 \(")
     self.assertFalse(os.path.exists(workdir))
 
 # Refused before jax is imported: (name, flags after --config and --workdir, the config, the texts the
