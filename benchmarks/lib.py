@@ -292,7 +292,6 @@ class TorchSteps:
       shutil.rmtree(self.dir, ignore_errors=True)
 
 
-
 @contextlib.contextmanager
 def torch_column(enabled: bool, cases: Callable[[], dict[str, tuple[dict, dict]]],
                  python: str | None):
@@ -307,6 +306,7 @@ def torch_column(enabled: bool, cases: Callable[[], dict[str, tuple[dict, dict]]
   finally:
     if torch is not None:
       torch.close()
+
 
 def step_dots(task: task_lib.Task) -> dict[tuple, int]:
   """The matmuls (`dot_general`) of one member's lean training step (batch, loss, gradient,

@@ -269,39 +269,42 @@ def main(argv):
     if _VERBOSE.value:
       raise
     _fail(str(e), 1)
-  run(config, _WORKDIR.value, entries_before=_entries(_WORKDIR.value))
+  run(config, _WORKDIR.value, held_nothing=_held_nothing(_WORKDIR.value))
 
 
-def _entries(workdir: str) -> frozenset[str] | None:
-  """What a local workdir holds before the launch (None: it does not exist); a URL's is not listed
-  (an empty set stands for it: nothing of it is ever removed)."""
+def _held_nothing(workdir: str) -> str | None:
+  """'absent' or 'empty' for a local workdir that holds nothing before the launch (what a refusal
+  after the start may clean up), None for one that holds anything, or a URL (never cleaned up)."""
   if paths.is_url(workdir):
-    return frozenset(['(a URL)'])
-  return frozenset(os.listdir(workdir)) if os.path.isdir(workdir) else None
+    return None
+  if not os.path.exists(workdir):
+    return 'absent'
+  return 'empty' if os.path.isdir(workdir) and not os.listdir(workdir) else None
 
 
-def _remove_what_the_launch_wrote(workdir: str, entries_before: frozenset[str] | None) -> None:
+def _remove_what_the_launch_wrote(workdir: str, held_nothing: str | None) -> None:
   """After a refusal that comes once the run has started (its memory, an out-of-memory): a workdir
   this launch created is removed, and one that was empty is emptied again; one that held anything
-  (an earlier run's records) is left as it is, and so is one with a complete checkpoint."""
+  (an earlier run's records, `held_nothing` None) is left as it is, and so is one with a complete
+  checkpoint."""
   import shutil  # pylint: disable=import-outside-toplevel
-  if last_complete_checkpoint(workdir) is not None:
+  if held_nothing is None or last_complete_checkpoint(workdir) is not None:
     return
-  if entries_before is None:
+  if held_nothing == 'absent':
     shutil.rmtree(workdir, ignore_errors=True)
-  elif not entries_before and os.path.isdir(workdir):
-    for name in os.listdir(workdir):
-      path = os.path.join(workdir, name)
-      if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
-      else:
-        os.remove(path)
+    return
+  for name in os.listdir(workdir) if os.path.isdir(workdir) else ():
+    path = os.path.join(workdir, name)
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path, ignore_errors=True)
+    else:
+      os.remove(path)
 
 
-def run(config, workdir: str, entries_before: frozenset[str] | None = frozenset(['?'])) -> None:
+def run(config, workdir: str, held_nothing: str | None = None) -> None:
   """Imports jax and the run side, sets the JAX flags, starts the devices and trains.
-  `entries_before` (`_entries`) is what the workdir held before: a refusal after the start removes
-  what this launch wrote only where it held nothing."""
+  `held_nothing` (`_held_nothing`): whether the workdir held nothing before, so that a refusal after
+  the start removes what this launch wrote; None: it is left as it is."""
   parse_jax_flags()
   # pylint: disable=import-outside-toplevel
   import jax
@@ -364,13 +367,13 @@ def run(config, workdir: str, entries_before: frozenset[str] | None = frozenset(
     if _VERBOSE.value:
       raise
     if isinstance(e, config_lib.ConfigError):   # refused once started (memory): nothing written
-      _remove_what_the_launch_wrote(workdir, entries_before)
+      _remove_what_the_launch_wrote(workdir, held_nothing)
     _fail(str(e), 1)
   except Exception as e:  # noqa: BLE001 -- XLA's out-of-memory is the user's to fix
     message = memory.out_of_memory_message(e, config)
     if message is None or _VERBOSE.value:
       raise
-    _remove_what_the_launch_wrote(workdir, entries_before)
+    _remove_what_the_launch_wrote(workdir, held_nothing)
     _fail(message, 1)
   print(f'done in {time.perf_counter() - _T_PROCESS:.1f} s; metrics, figures and checkpoints are in '
         f'{workdir}' + (f'; compiled programs cached in {cache}' if cache else ''))
