@@ -16,6 +16,12 @@ JSON with `--out`).
 
 The suite is CPU-bound and the machine shared, so the ratio is meaningful only between runs taken
 here in one go; the absolute seconds are not comparable across machines or loads.
+
+The suite keeps its compilation cache between runs (`$XDG_CACHE_HOME/jaxdyn/test_compile_cache`,
+tests/conftest.py). `--cache=cold` (the default) gives every run a fresh, empty XDG_CACHE_HOME: each
+run compiles everything, as on a fresh machine. `--cache=kept` gives each side one XDG_CACHE_HOME
+for all its runs: run 1 fills it and later runs read it, which is what a contributor re-running the
+suite after a change waits on (a commit whose suite keeps no cache runs cold either way).
 """
 
 from __future__ import annotations
@@ -44,11 +50,12 @@ def clone(rev, into):
   return full
 
 
-def run_suite(clone_dir, pytest_args, log_path, python=sys.executable):
-  """Runs the suite in `clone_dir` (`python -m pytest`); returns wall, user and sys seconds (of the
-  process tree) and pytest's summary line."""
+def run_suite(clone_dir, pytest_args, log_path, cache_home, python=sys.executable):
+  """Runs the suite in `clone_dir` (`python -m pytest`) with XDG_CACHE_HOME `cache_home`; returns
+  wall, user and sys seconds (of the process tree) and pytest's summary line."""
   env = {k: v for k, v in os.environ.items() if not k.startswith(('JAXDYN_', 'XLA_', 'JAX_'))}
   env['PYTHONPATH'] = clone_dir
+  env['XDG_CACHE_HOME'] = cache_home
   load = os.getloadavg()[0]
   start = time.monotonic()
   with open(log_path, 'w') as log:
@@ -73,6 +80,9 @@ def main(argv=None):
   parser.add_argument('--repeats', type=int, default=2)
   parser.add_argument('--pytest_args', default='-n 2 -q tests')
   parser.add_argument('--out', default=None, help='a JSON file for the runs and ratios')
+  parser.add_argument('--cache', choices=('cold', 'kept'), default='cold',
+                      help='cold: an empty cache folder for every run; kept: one per side, kept '
+                      'across its runs')
   parser.add_argument('--keep', action='store_true', help='keep the clones and logs')
   args = parser.parse_args(argv)
   if args.repeats < 1:
@@ -87,7 +97,10 @@ def main(argv=None):
     for repeat in range(args.repeats):
       for side in ('base', 'rev'):
         log = os.path.join(tmp, f'{side}_{repeat}.log')
-        row = run_suite(os.path.join(tmp, side), args.pytest_args, log)
+        cache_home = os.path.join(tmp, f'cache_{side}' + ('' if args.cache == 'kept' else
+                                                          f'_{repeat}'))
+        row = run_suite(os.path.join(tmp, side), args.pytest_args, log, cache_home)
+        row['cache'] = 'cold' if args.cache == 'cold' or repeat == 0 else 'kept'
         sides[side]['runs'].append(row)
         print(f'{side} run {repeat + 1}: {row["wall_s"]} s wall, {row["user_s"]} user + '
               f'{row["sys_s"]} sys CPU-s (load before {row["load_before"]}): {row["summary"]}',
@@ -104,7 +117,7 @@ def main(argv=None):
     if args.out:
       with open(args.out, 'w') as f:
         json.dump({'sides': sides, 'pair_ratios': pairs, 'ratio': total,
-                   'pytest_args': args.pytest_args}, f, indent=1)
+                   'pytest_args': args.pytest_args, 'cache': args.cache}, f, indent=1)
     if args.keep:
       print(f'clones and logs kept in {tmp}')
   finally:

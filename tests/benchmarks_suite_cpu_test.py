@@ -1,5 +1,6 @@
-"""benchmarks/suite_cpu.py: runs alternate base and rev, the ratios are CPU-seconds rev / base, and
-pytest's summary line is read from the log (the suites themselves are not run here: minutes each)."""
+"""benchmarks/suite_cpu.py: runs alternate base and rev, the ratios are CPU-seconds rev / base, each
+run gets its own cache folder (cold) or each side one (kept), and pytest's summary line is read
+from the log (the suites themselves are not run here: minutes each)."""
 
 import json
 import os
@@ -13,11 +14,12 @@ from benchmarks import suite_cpu
 class SuiteCpuTest(absltest.TestCase):
 
   def test_runs_alternate_and_ratios_are_cpu_seconds(self):
-    order, cpu = [], {'base': [100.0, 120.0], 'rev': [50.0, 66.0]}
+    order, homes, cpu = [], [], {'base': [100.0, 120.0], 'rev': [50.0, 66.0]}
 
-    def fake_run(clone_dir, pytest_args, log_path):
+    def fake_run(clone_dir, pytest_args, log_path, cache_home):
       side = os.path.basename(clone_dir)
       order.append(side)
+      homes.append(os.path.basename(cache_home))
       value = cpu[side][sum(s == side for s in order) - 1]
       return {'wall_s': value / 2, 'user_s': value - 1, 'sys_s': 1.0, 'cpu_s': value,
               'load_before': 0.0, 'exit_status': 0, 'summary': '3 passed in 1.00s'}
@@ -31,16 +33,29 @@ class SuiteCpuTest(absltest.TestCase):
       result = json.load(f)
     self.assertEqual(result['pair_ratios'], [0.5, 0.55])
     self.assertAlmostEqual(result['ratio'], 116 / 220)
+    # --cache=cold (the default): an empty cache folder for every run
+    self.assertLen(set(homes), 4)
+    self.assertEqual([r['cache'] for r in result['sides']['rev']['runs']], ['cold', 'cold'])
+    order.clear(), homes.clear()
+    with mock.patch.object(suite_cpu, 'clone', return_value='f' * 40), \
+         mock.patch.object(suite_cpu, 'run_suite', side_effect=fake_run):
+      suite_cpu.main(['--base=A', '--rev=B', '--repeats=2', '--cache=kept', f'--out={out}'])
+    self.assertEqual(homes, ['cache_base', 'cache_rev'] * 2)   # one per side, kept across its runs
+    with open(out) as f:
+      self.assertEqual([r['cache'] for r in json.load(f)['sides']['rev']['runs']], ['cold', 'kept'])
 
   def test_summary_line_and_cpu_of_a_real_child(self):
     folder = self.create_tempdir().full_path
     python = os.path.join(folder, 'python')   # stands for `python -m pytest ...`: burns, prints
     with open(python, 'w') as f:
-      f.write('#!/bin/sh\nsh -c \'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done\'\n'
+      f.write('#!/bin/sh\necho "cache home $XDG_CACHE_HOME"\nsh -c \'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done\'\n'
               'echo "collecting ..."\n'
               'echo "========= 2 failed, 5 passed, 1 skipped in 3.21s ========="\nexit 1\n')
     os.chmod(python, 0o755)
-    row = suite_cpu.run_suite(folder, '-q tests', os.path.join(folder, 'log.txt'), python=python)
+    row = suite_cpu.run_suite(folder, '-q tests', os.path.join(folder, 'log.txt'),
+                              os.path.join(folder, 'home'), python=python)
+    with open(os.path.join(folder, 'log.txt')) as f:
+      self.assertIn(f'cache home {os.path.join(folder, "home")}', f.read())
     self.assertEqual(row['summary'], '2 failed, 5 passed, 1 skipped in 3.21s')
     self.assertEqual(row['exit_status'], 1)
     self.assertGreater(row['user_s'] + row['sys_s'], 0.05)   # the grandchild's loop is counted

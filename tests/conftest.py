@@ -4,14 +4,21 @@
 * Every temporary file or workdir a test makes (tempfile.mkdtemp, absltest's create_tempdir,
   subprocesses that honour TMPDIR) goes under one session folder, removed when the session ends,
   so the suite leaves nothing behind in /tmp even where a test does not clean up after itself.
-* One persistent compilation cache for the session (`<session folder>/jax_cache`, through the
-  JAX_COMPILATION_CACHE_DIR variable, so xdist workers and the launcher subprocesses share it): many
-  tests compile the same tiny programs (a config's chunk in-process and again in `launch/train.py`
-  subprocesses, the same model under several tests). Programs compiling in under
-  `JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS` (0.3 s) are not stored. A test that needs the
-  cache off or elsewhere sets it itself and puts the session's back afterwards
+* One persistent compilation cache, kept from one run of the suite to the next
+  (`$XDG_CACHE_HOME/jaxdyn/test_compile_cache`, `~/.cache/...` without XDG_CACHE_HOME), through the
+  JAX_COMPILATION_CACHE_DIR variable, so xdist workers, launcher subprocesses and notebook kernels
+  share it. XLA compilation is the largest part of the suite's jax time (.ci/jax_compile_log.py),
+  and a run after a change compiles again only the programs the change touched: a second run of
+  the `models_transformer` and `galore_pretrain` tests costs 84 CPU-s against 130 cold. Within one
+  run, the same tiny programs compiled by several tests and processes (a config's chunk in-process
+  and again in `launch/train.py` subprocesses) are read back. Every program is stored
+  (`JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0`); JAX's key covers the program, the XLA flags and
+  the jax and jaxlib versions, so an entry is never read for anything else. A cache over
+  `CACHE_LIMIT_BYTES` is emptied when a run starts.
+  `JAXDYN_TEST_CACHE_DIR=<folder>` puts it elsewhere; `=session`, in the session folder (removed at
+  the end: a cold cache, as on a fresh machine); `JAXDYN_TEST_NO_CACHE=1` turns it off. A test
+  that needs the cache off or elsewhere sets it itself and puts the suite's back afterwards
   (tests/core_compilation_test.py).
-  `JAXDYN_TEST_NO_CACHE=1` turns it off (to time the suite without it).
 * One generated-data cache for the session (`<session folder>/data_cache`, through
   `JAXDYN_DATA_CACHE`, `jaxdyn.data.cache`): the ProsQA questions of a Coconut config are drawn once
   in the session and read back by every other module, worker, launcher subprocess and notebook
@@ -28,9 +35,19 @@
   at an unknown one): the newer emitters' MLIR pipeline costs more to compile than these programs run
   (a `:tiny` coconut launch 22.6 -> 12.2 CPU-s, token_assorted 19.5 -> 14.2); the fusions are the
   same HLO and again only the last bits of some sums differ.
+  And it generates each program's machine code as one LLVM module
+  (`--xla_cpu_parallel_codegen_split_count=1`, probed the same way; one probe for both flags): XLA
+  otherwise splits the module to generate the parts on parallel threads, and splitting
+  (`llvm::SplitModule`) and the parts' duplicated declarations cost more than two cores gain
+  (`models_transformer` and `galore_pretrain` tests 145 -> 130 CPU-s); the machine code differs, so
+  again the last bits of some sums do (20 of modular_addition:tiny's 26 record fingerprints).
   A run that selects the slow tests (`-m slow`: real-scale trainings, where the machine code's speed
   matters) keeps XLA's default, and so does `JAXDYN_TEST_XLA_DEFAULT=1` (to check the suite against
   the default machine code).
+* Python's cyclic garbage collector runs less often (`GC_THRESHOLDS`, after `gc.freeze()`) in the
+  pytest process and each xdist worker: jax's tracing allocates many short-lived objects and each
+  collection walks all tracked ones (5% of a `:tiny` coconut run's CPU). Subprocesses keep Python's
+  default.
 * Tests marked `@pytest.mark.slow` (checks of a real-scale effect, minutes each) are skipped unless
   the run selects them: `pytest -m slow tests/<file>`; so are those marked `real_model` (a
   downloaded model file: `pytest -m real_model tests/<file>`).
@@ -41,6 +58,7 @@
   idles. A single-process run keeps the plain file order.
 """
 
+import gc
 import os
 import shutil
 import subprocess
@@ -77,6 +95,9 @@ flags.FLAGS.mark_as_parsed()
 
 FAST_COMPILE_FLAG = '--xla_backend_optimization_level=0'
 LEGACY_EMITTERS_FLAG = '--xla_cpu_use_fusion_emitters=false'
+ONE_MODULE_FLAG = '--xla_cpu_parallel_codegen_split_count=1'
+GC_THRESHOLDS = (50_000, 50, 100)
+CACHE_LIMIT_BYTES = 2 << 30   # the kept compilation cache is emptied above this (a run fills ~100 MB)
 
 
 def _xla_knows(flag: str) -> bool:
@@ -85,6 +106,39 @@ def _xla_knows(flag: str) -> bool:
   env = dict(os.environ, XLA_FLAGS=flag, JAX_PLATFORMS='cpu')
   return subprocess.run([sys.executable, '-c', probe], env=env, capture_output=True,
                         check=False).returncode == 0
+
+
+def compile_cache_dir(session_root: str) -> str:
+  """The suite's compilation cache (see the module docstring): `JAXDYN_TEST_CACHE_DIR` ('session':
+  under `session_root`), else the user's cache folder, emptied first if it holds more than
+  `CACHE_LIMIT_BYTES`."""
+  chosen = os.environ.get('JAXDYN_TEST_CACHE_DIR', '')
+  if chosen == 'session':
+    return os.path.join(session_root, 'jax_cache')
+  folder = chosen or os.path.join(
+      os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache'),
+      'jaxdyn', 'test_compile_cache')
+  if _folder_bytes(folder) > CACHE_LIMIT_BYTES:
+    shutil.rmtree(folder, ignore_errors=True)
+  return folder
+
+
+def _folder_bytes(folder: str) -> int:
+  total = 0
+  for parent, _, files in os.walk(folder):
+    for name in files:
+      try:
+        total += os.path.getsize(os.path.join(parent, name))
+      except OSError:   # removed meanwhile
+        pass
+  return total
+
+
+def _known_xla_flags(flags) -> tuple:
+  """Those of `flags` this jaxlib's XLA accepts: one probe for all of them, one each otherwise."""
+  if _xla_knows(' '.join(flags)):
+    return tuple(flags)
+  return tuple(flag for flag in flags if _xla_knows(flag))
 
 
 def pytest_configure(config):
@@ -98,17 +152,22 @@ def pytest_configure(config):
     os.environ['JAXDYN_TEST_TMPDIR'] = root
     config._jaxdyn_tmpdir = root   # pylint: disable=protected-access
     if not os.environ.get('JAXDYN_TEST_NO_CACHE'):
-      os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', os.path.join(root, 'jax_cache'))
-      os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0.3')
+      os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', compile_cache_dir(root))
+      os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0')
     os.environ.setdefault('JAXDYN_DATA_CACHE', os.path.join(root, 'data_cache'))
     if not (os.environ.get('JAXDYN_TEST_XLA_DEFAULT') or _selects_slow(config)
             or 'xla_backend_optimization_level' in os.environ.get('XLA_FLAGS', '')):
       os.environ['XLA_FLAGS'] = with_xla_flag(FAST_COMPILE_FLAG)
-      if _xla_knows(LEGACY_EMITTERS_FLAG):
-        os.environ['XLA_FLAGS'] = with_xla_flag(LEGACY_EMITTERS_FLAG)
+      for flag in _known_xla_flags((LEGACY_EMITTERS_FLAG, ONE_MODULE_FLAG)):
+        os.environ['XLA_FLAGS'] = with_xla_flag(flag)
   for name in ('TMPDIR', 'TEST_TMPDIR'):
     os.environ[name] = root
   tempfile.tempdir = root
+  # Python's cyclic collector, run less often (every 50,000 allocations instead of 700) over the
+  # objects made after start-up: tracing allocates millions of short-lived objects, and a collection
+  # walks every tracked one (gc_collect_main was 5% of a `:tiny` coconut run's CPU).
+  gc.freeze()
+  gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _xdist_controller_without_dist(config) -> bool:
