@@ -15,8 +15,9 @@
   (`JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0`); JAX's key covers the program, the XLA flags and
   the jax and jaxlib versions, so an entry is never read for anything else. A cache over
   `CACHE_LIMIT_BYTES` is emptied when a run starts.
-  `JAXDYN_TEST_CACHE_DIR=<folder>` puts it elsewhere; `=session`, in the session folder (removed at
-  the end: a cold cache, as on a fresh machine); `JAXDYN_TEST_NO_CACHE=1` turns it off. A test
+  `JAXDYN_TEST_CACHE_DIR=<folder>` puts it elsewhere; `JAXDYN_TEST_COLD_CACHE=1` in the session
+  folder (empty at the start and removed at the end, as on a fresh machine);
+  `JAXDYN_TEST_NO_CACHE=1` turns it off. A test
   that needs the cache off or elsewhere sets it itself and puts the suite's back afterwards
   (tests/core_compilation_test.py).
 * One generated-data cache for the session (`<session folder>/data_cache`, through
@@ -109,12 +110,12 @@ def _xla_knows(flag: str) -> bool:
 
 
 def compile_cache_dir(session_root: str) -> str:
-  """The suite's compilation cache (see the module docstring): `JAXDYN_TEST_CACHE_DIR` ('session':
-  under `session_root`), else the user's cache folder, emptied first if it holds more than
-  `CACHE_LIMIT_BYTES`."""
-  chosen = os.environ.get('JAXDYN_TEST_CACHE_DIR', '')
-  if chosen == 'session':
+  """The suite's compilation cache (see the module docstring): under `session_root` with
+  `JAXDYN_TEST_COLD_CACHE`, else `JAXDYN_TEST_CACHE_DIR` or the user's cache folder, emptied first
+  if it holds more than `CACHE_LIMIT_BYTES`."""
+  if os.environ.get('JAXDYN_TEST_COLD_CACHE'):
     return os.path.join(session_root, 'jax_cache')
+  chosen = os.environ.get('JAXDYN_TEST_CACHE_DIR', '')
   folder = chosen or os.path.join(
       os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache'),
       'jaxdyn', 'test_compile_cache')

@@ -1,0 +1,45 @@
+"""tests/conftest.py's compilation cache folder: kept in the user's cache folder between runs, put
+elsewhere or made cold on request, and emptied when it has grown past its limit."""
+
+import os
+from unittest import mock
+
+from absl.testing import absltest
+
+import conftest
+
+
+class CompileCacheDirTest(absltest.TestCase):
+
+  def setUp(self):
+    super().setUp()
+    self.root = self.create_tempdir().full_path
+    self.enter_context(mock.patch.dict(os.environ, {'XDG_CACHE_HOME': self.root}))
+    for name in ('JAXDYN_TEST_COLD_CACHE', 'JAXDYN_TEST_CACHE_DIR'):
+      self.enter_context(mock.patch.dict(os.environ, {name: ''}))
+
+  def test_kept_in_the_users_cache_folder(self):
+    self.assertEqual(conftest.compile_cache_dir('/run'),
+                     os.path.join(self.root, 'jaxdyn', 'test_compile_cache'))
+
+  def test_cold_or_elsewhere_on_request(self):
+    with mock.patch.dict(os.environ, {'JAXDYN_TEST_CACHE_DIR': '/somewhere'}):
+      self.assertEqual(conftest.compile_cache_dir('/run'), '/somewhere')
+      with mock.patch.dict(os.environ, {'JAXDYN_TEST_COLD_CACHE': '1'}):
+        self.assertEqual(conftest.compile_cache_dir('/run'), os.path.join('/run', 'jax_cache'))
+
+  def test_emptied_past_its_limit_and_kept_below(self):
+    folder = os.path.join(self.root, 'jaxdyn', 'test_compile_cache')
+    os.makedirs(folder)
+    with open(os.path.join(folder, 'entry'), 'wb') as f:
+      f.write(b'x' * 1000)
+    with mock.patch.object(conftest, 'CACHE_LIMIT_BYTES', 1000):
+      conftest.compile_cache_dir('/run')
+      self.assertTrue(os.path.exists(os.path.join(folder, 'entry')))   # at the limit: kept
+    with mock.patch.object(conftest, 'CACHE_LIMIT_BYTES', 999):
+      conftest.compile_cache_dir('/run')
+      self.assertFalse(os.path.exists(folder))
+
+
+if __name__ == '__main__':
+  absltest.main()
