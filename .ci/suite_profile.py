@@ -9,6 +9,11 @@ Each sample (a stack, innermost frame last) is charged to the first activity of 
 marker occurs in it, so that, e.g., a compile inside a report's figure counts as compilation. Threads
 waiting (a selector, a lock, a queue, a sleep) are left out. `--top` also lists the jaxdyn functions
 with the largest inclusive shares (a function counted once per sample).
+
+XLA compiles in its own C++ threads, which py-spy (Python threads only) does not sample: the calling
+thread's wait is all it sees, so the 'XLA compile' row counts little of the compile. For the jax
+activities (tracing, lowering, XLA compilation) use jax's own timings, .ci/jax_compile_log.py; this
+profile is for the Python side (figures, imports, the trainer's host work).
 """
 
 import argparse

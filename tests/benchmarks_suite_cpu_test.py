@@ -48,7 +48,8 @@ class SuiteCpuTest(absltest.TestCase):
     folder = self.create_tempdir().full_path
     python = os.path.join(folder, 'python')   # stands for `python -m pytest ...`: burns, prints
     with open(python, 'w') as f:
-      f.write('#!/bin/sh\necho "cache home $XDG_CACHE_HOME"\nsh -c \'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done\'\n'
+      f.write('#!/bin/sh\necho "cache home $XDG_CACHE_HOME"\n'
+              'sh -c \'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done\'\n'
               'echo "collecting ..."\n'
               'echo "========= 2 failed, 5 passed, 1 skipped in 3.21s ========="\nexit 1\n')
     os.chmod(python, 0o755)

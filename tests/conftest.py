@@ -17,9 +17,8 @@
   `CACHE_LIMIT_BYTES` is emptied when a run starts.
   `JAXDYN_TEST_CACHE_DIR=<folder>` puts it elsewhere; `JAXDYN_TEST_COLD_CACHE=1` in the session
   folder (empty at the start and removed at the end, as on a fresh machine);
-  `JAXDYN_TEST_NO_CACHE=1` turns it off. A test
-  that needs the cache off or elsewhere sets it itself and puts the suite's back afterwards
-  (tests/core_compilation_test.py).
+  `JAXDYN_TEST_NO_CACHE=1` turns it off. A test that needs the cache off or elsewhere sets it
+  itself and puts the suite's back afterwards (tests/core_compilation_test.py).
 * One generated-data cache for the session (`<session folder>/data_cache`, through
   `JAXDYN_DATA_CACHE`, `jaxdyn.data.cache`): the ProsQA questions of a Coconut config are drawn once
   in the session and read back by every other module, worker, launcher subprocess and notebook
