@@ -1,32 +1,26 @@
 """benchmarks/galore.py's part 5 (GaLore at the `galore_pretrain:paper` 60M shape, the run book's
-accelerator entry) run as its command line at `--tiny` size: it writes its JSON and markdown
-table, one row per optimizer, with finite times and the amortisation it states."""
+accelerator entry) run as its command line at `--tiny` size: it writes its JSON and markdown table,
+one row per optimizer, with finite times and the amortisation it states. The command is the run
+book's (`runbook.galore_command`), run once in the test session (tests/shared_runs.py), whose
+tests/launch_runbook_test.py reads the same outputs."""
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
 
 from absl.testing import absltest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import shared_runs
 
 
 class AtScaleTinyTest(absltest.TestCase):
 
   def test_tiny_command_writes_json_and_markdown_rows(self):
-    with tempfile.TemporaryDirectory() as out_dir:
-      proc = subprocess.run(
-          [sys.executable, '-m', 'benchmarks.galore', '--parts=paper', '--tiny',
-           f'--out_dir={out_dir}', '--steps=2', '--refresh_steps=1'],
-          cwd=ROOT, env={**os.environ, 'PYTHONPATH': ROOT, 'JAX_PLATFORMS': 'cpu'},
-          capture_output=True, text=True, timeout=900)
-      self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
-      with open(os.path.join(out_dir, 'galore_at_scale.json')) as f:
-        result = json.load(f)
-      with open(os.path.join(out_dir, 'galore_at_scale.md')) as f:
-        table = f.read().splitlines()
+    # the run book's command at --tiny size, run once in the session (the run book's test reads it)
+    out_dir = shared_runs.galore_benchmark_tiny()
+    with open(os.path.join(out_dir, 'galore_at_scale.json')) as f:
+      result = json.load(f)
+    with open(os.path.join(out_dir, 'galore_at_scale.md')) as f:
+      table = f.read().splitlines()
     names = ['AdamW', 'GaLore svd', 'GaLore gram_eigh', 'GaLore subspace_iteration']
     self.assertEqual(list(result['optimizers']), names)
     self.assertEqual((result['shape'], result['update_proj_gap'], result['rank']), ('tiny', 200, 4))

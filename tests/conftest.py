@@ -44,6 +44,11 @@
   A run that selects the slow tests (`-m slow`: real-scale trainings, where the machine code's speed
   matters) keeps XLA's default, and so does `JAXDYN_TEST_XLA_DEFAULT=1` (to check the suite against
   the default machine code).
+* Each operation of a lowered program is located by the one line of Python that made it, not the
+  whole traceback of up to 100 frames (`JAX_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS=0`, inherited by
+  workers and subprocesses): locations are the HLO's metadata, read by profilers and dumps, never by
+  the computation, and building and serialising the tracebacks cost about a fifth of tracing and
+  lowering a small LLaMA step (trace 0.64 -> 0.52 s, lower 0.22 -> 0.17 s).
 * Python's cyclic garbage collector runs less often (`GC_THRESHOLDS`, after `gc.freeze()`) in the
   pytest process and each xdist worker: jax's tracing allocates many short-lived objects and each
   collection walks all tracked ones (5% of a `:tiny` coconut run's CPU). Subprocesses keep Python's
@@ -97,6 +102,8 @@ FAST_COMPILE_FLAG = '--xla_backend_optimization_level=0'
 LEGACY_EMITTERS_FLAG = '--xla_cpu_use_fusion_emitters=false'
 ONE_MODULE_FLAG = '--xla_cpu_parallel_codegen_split_count=1'
 GC_THRESHOLDS = (50_000, 50, 100)
+# jax's default: every MLIR operation's location carries the Python traceback that made it.
+SHORT_LOCATIONS_VAR = 'JAX_INCLUDE_FULL_TRACEBACKS_IN_LOCATIONS'
 CACHE_LIMIT_BYTES = 2 << 30   # the kept compilation cache is emptied above this (a run fills ~100 MB)
 
 
@@ -155,6 +162,7 @@ def pytest_configure(config):
       os.environ.setdefault('JAX_COMPILATION_CACHE_DIR', compile_cache_dir(root))
       os.environ.setdefault('JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS', '0')
     os.environ.setdefault('JAXDYN_DATA_CACHE', os.path.join(root, 'data_cache'))
+    os.environ.setdefault(SHORT_LOCATIONS_VAR, '0')
     if not (os.environ.get('JAXDYN_TEST_XLA_DEFAULT') or _selects_slow(config)
             or 'xla_backend_optimization_level' in os.environ.get('XLA_FLAGS', '')):
       os.environ['XLA_FLAGS'] = with_xla_flag(FAST_COMPILE_FLAG)

@@ -1,10 +1,14 @@
 """tests/conftest.py's compilation cache folder: kept in the user's cache folder between runs, put
-elsewhere or made cold on request, and emptied when it has grown past its limit."""
+elsewhere or made cold on request, and emptied when it has grown past its limit; and its short
+source locations reaching jax in this worker and in a subprocess."""
 
 import os
+import subprocess
+import sys
 from unittest import mock
 
 from absl.testing import absltest
+import jax
 
 import conftest
 
@@ -43,3 +47,15 @@ class CompileCacheDirTest(absltest.TestCase):
 
 if __name__ == '__main__':
   absltest.main()
+
+
+class ShortLocationsTest(absltest.TestCase):
+
+  def test_reach_jax_here_and_in_subprocesses(self):
+    if os.environ.get(conftest.SHORT_LOCATIONS_VAR) != '0':
+      self.skipTest(f'{conftest.SHORT_LOCATIONS_VAR} set otherwise for this run')
+    self.assertFalse(jax.config.jax_include_full_tracebacks_in_locations)
+    out = subprocess.run([sys.executable, '-c', 'import jax; print(jax.config.'
+                          'jax_include_full_tracebacks_in_locations)'],
+                         capture_output=True, text=True, check=True).stdout
+    self.assertEqual(out.strip(), 'False')

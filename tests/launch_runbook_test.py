@@ -4,7 +4,8 @@ the JSON and markdown row the page promises, the coconut entry's training budget
 reports from the step reached (its training mocked), and the seed folders combine into the paper's
 statistic. The coconut and sinks entries' trainings are the ones other test modules read
 (tests/shared_runs.py): copied into the entry's workdir, the entry resumes them finished and writes
-its outputs from them."""
+its outputs from them; the galore entry's benchmark command is run once in the session too (its
+outputs also read by tests/benchmarks_galore_test.py) and copied where the entry reads them."""
 
 import contextlib
 import copy
@@ -28,6 +29,7 @@ from jaxdyn.data import cache as data_cache
 from jaxdyn.experiments import attention_sinks
 from jaxdyn.experiments import coconut
 from jaxdyn.studies import runbook
+from jaxdyn.studies.runbook import benchmark_entries
 import shared_runs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -95,6 +97,21 @@ def shared_run(entry: str, args: list[str]):
   return name, lambda workdir: train(want, workdir)
 
 
+def ran_in_the_session(command, log_path: str) -> str:
+  """`benchmark_entries.run_logged` for the galore entry's `--tiny` command: the outputs of the same
+  command run once in the test session (tests/shared_runs.py, also read by
+  tests/benchmarks_galore_test.py), copied into the entry's output folder."""
+  out = os.path.dirname(log_path)
+  if list(command) != runbook.galore_command(True, out):
+    raise AssertionError(f'not the --tiny galore command: {command}')
+  ran = shared_runs.galore_benchmark_tiny()
+  for name in ('galore_at_scale.json', 'galore_at_scale.md'):
+    shutil.copy(os.path.join(ran, name), os.path.join(out, name))
+  shutil.copy(os.path.join(ran, 'galore_log.txt'), log_path)
+  with open(log_path, encoding='utf-8') as f:
+    return f.read()
+
+
 class RunbookTest(absltest.TestCase):
 
   @classmethod
@@ -118,7 +135,11 @@ class RunbookTest(absltest.TestCase):
       shared = shared_run(entry, args)
       if shared:   # the run another test module trains too: copied, resumed finished by the entry
         shared_runs.copy_of(*shared, work)
-      cls.outputs[entry] = (runbook.main(tiny_args(args, out, work, cls.cache)), out)
+      with contextlib.ExitStack() as stack:
+        if entry == 'galore':   # the benchmark's --tiny command, run once in the session
+          stack.enter_context(mock.patch.object(benchmark_entries, 'run_logged',
+                                                side_effect=ran_in_the_session))
+        cls.outputs[entry] = (runbook.main(tiny_args(args, out, work, cls.cache)), out)
 
   def test_every_page_command_parses(self):
     self.assertGreaterEqual(len(self.commands), 10)
