@@ -152,11 +152,11 @@ class DomainsTest(parameterized.TestCase):
   def test_hostile_values_are_accepted_or_refused_naming_the_field(self, name):
     module = experiments.get(name)
     tiny = module.get_config('tiny')
+    config = module.get_config('tiny')   # one field changed at a time, put back after its check
     refused = 0
     for field in config_lib.leaf_fields(tiny):
       default = config_lib.get_field(tiny, field)
       for value in hostile_values(default):
-        config = module.get_config('tiny')
         config_lib.set_field(config, field, value, any_type=True)
         try:
           module.check_config(config)
@@ -168,6 +168,9 @@ class DomainsTest(parameterized.TestCase):
           continue
         except Exception as e:  # noqa: BLE001
           self.fail(f'{name} {field}={value!r}: {type(e).__name__} instead of a ConfigError: {e}')
+        finally:
+          config_lib.set_field(config, field, default, any_type=True)
+          self.assertEqual(config, tiny, f'{name}: checking {field}={value!r} changed the config')
         # Accepted: then it is the right type, finite, and inside the declared domain.
         if isinstance(value, float):
           self.assertTrue(math.isfinite(value), f'{name} {field}={value!r} accepted')
