@@ -1,6 +1,7 @@
 """Tests of jaxdyn.optim.galore.transform: the maths of the projection, its state and its
 composition."""
 
+import functools
 import inspect
 import re
 import tempfile
@@ -20,12 +21,46 @@ from jaxdyn.optim.galore import trees as galore_trees
 import jaxpr_inspect
 
 
-def random_grads(params, step, nan_at=None):
-  key = jax.random.fold_in(jax.random.key(1), step)
+# Leaf i of step s's gradients is jax.random.normal(split(fold_in(key(1), s), n)[i], shape), drawn
+# for all leaves of every test by one compiled program: with jax's (default) partitionable
+# threefry, the i-th key of a split and the j-th number of a draw do not depend on how many are
+# asked for, so the first entries of a fixed-size draw are bitwise the numbers drawn per leaf shape,
+# which op by op compiled a program per leaf shape and leaf count.
+GRAD_LEAVES, GRAD_SIZE = 8, 512
+
+
+@jax.jit
+def _gradient_draws(step):
+  keys = jax.random.split(jax.random.fold_in(jax.random.key(1), step), GRAD_LEAVES)
+  return jax.vmap(lambda key: jax.random.normal(key, (GRAD_SIZE,), jnp.float32))(keys)
+
+
+@functools.cache
+def _gradient_draws_on_host(step):
+  assert jax.config.jax_threefry_partitionable, 'random_grads relies on partitionable threefry'
+  return np.asarray(_gradient_draws(step))
+
+
+def random_grads(params, step):
   leaves, treedef = jax.tree.flatten(params)
-  keys = jax.random.split(key, len(leaves))
+  draws = _gradient_draws_on_host(step)
+  assert len(leaves) <= GRAD_LEAVES and all(
+      x.size <= GRAD_SIZE and x.dtype == jnp.float32 for x in leaves)
   return jax.tree.unflatten(
-      treedef, [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves)])
+      treedef, [jax.device_put(draws[i, :x.size].reshape(x.shape)) for i, x in enumerate(leaves)])
+
+
+def zeros(shape):
+  """jnp.zeros(shape) without compiling a program for it (jnp.zeros and jnp.asarray compile one
+  per shape; a host array put on the device does not)."""
+  return jax.device_put(np.zeros(shape, np.float32))
+
+
+@functools.cache
+def shared_tx(make, *args, **kwargs):
+  """One transform per factory and settings: tests with the same settings then jit the same update
+  function, whose trace, lowering and executable jax keeps, instead of compiling it again."""
+  return make(*args, **kwargs)
 
 
 def run(tx, params, steps, grads_fn=random_grads):
@@ -55,10 +90,11 @@ class ProjectionMathsTest(parameterized.TestCase):
   @parameterized.parameters('svd', 'random', 'subspace_iteration')
   def test_rank_at_least_min_dim_equals_plain_inner_update(self, projector):
     """Paper §3.3: r >= min(m, n) is plain full-rank training, exactly."""
-    params = {'w': jnp.zeros((5, 7)), 'b': jnp.zeros((7,))}
-    for inner in (optax.identity(), optax.scale_by_adam()):
-      ours, _ = run(galore_lib.scale_by_galore(5, 2, inner=inner, projector=projector), params, 4)
-      plain, _ = run(inner, params, 4)
+    params = {'w': zeros((5, 7)), 'b': zeros((7,))}
+    for make_inner in (optax.identity, optax.scale_by_adam):
+      ours, _ = run(galore_lib.scale_by_galore(5, 2, inner=make_inner(), projector=projector),
+                    params, 4)
+      plain, _ = run(shared_tx(make_inner), params, 4)   # the same for every projector
       for a, b in zip(ours, plain):
         jax.tree.map(np.testing.assert_array_equal, a, b)
 
@@ -71,7 +107,7 @@ class ProjectionMathsTest(parameterized.TestCase):
   def test_identity_inner_update_is_projection_of_gradient(self, shape, side, which):
     """With an identity inner transform the update is scale * P P^T G (eq. 3-4)."""
     rank, scale = 2, 0.5
-    params = {'w': jnp.zeros(shape)}
+    params = {'w': zeros(shape)}
     tx = galore_lib.scale_by_galore(rank, 3, scale, optax.identity(), side=side, projector='svd')
     updates, _ = run(tx, params, 5)
     refresh_grad = random_grads(params, 3)['w']   # independent of step 0's: an exact refresh
@@ -91,15 +127,15 @@ class ProjectionMathsTest(parameterized.TestCase):
     is not used here: under `full`, R = U^T G V is diagonal at a refresh step
     and Adam normalises its round-off off-diagonal entries to +-1.)
     """
-    flax_params = {'tall': jnp.zeros((9, 6)), 'square': jnp.zeros((7, 7))}
-    torch_params = jax.tree.map(lambda x: x.T, flax_params)
+    flax_params = {'tall': zeros((9, 6)), 'square': zeros((7, 7))}
+    torch_params = jax.tree.map(lambda x: jax.device_put(np.asarray(x).T), flax_params)
     common = dict(rank=2, update_proj_gap=2, inner=optax.trace(0.9), side=side)
     ours_flax, _ = run(galore_lib.scale_by_galore(layout='flax', **common), flax_params, 3)
     ours_torch, _ = run(
         galore_lib.scale_by_galore(layout='torch', **common), torch_params, 3,
-        lambda p, s: jax.tree.map(lambda x: x.T, random_grads(flax_params, s)))
-    for a, b in zip(ours_flax, ours_torch):
-      jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y.T, atol=1e-5), a, b)
+        lambda p, s: jax.tree.map(lambda x: np.asarray(x).T, random_grads(flax_params, s)))
+    for a, b in zip(ours_flax, ours_torch):   # transposed on the host: exact, no program each
+      jax.tree.map(lambda x, y: np.testing.assert_allclose(x, np.asarray(y).T, atol=1e-5), a, b)
 
   @parameterized.named_parameters(
       ('adam', optax.scale_by_adam),
@@ -111,28 +147,33 @@ class ProjectionMathsTest(parameterized.TestCase):
     """update = scale * P inner(P^T G): the inner transform (its own state on r x n moments) sees
     exactly the projected gradients, across a refresh (T = 2, steps 0..4)."""
     rank, scale, steps = 3, 0.5, 5
-    params = {'w': jnp.zeros((6, 10))}   # wide, std: P is 6 x 3, R = P^T G is 3 x 10
+    params = {'w': zeros((6, 10))}   # wide, std: P is 6 x 3, R = P^T G is 3 x 10
     updates, states = run(galore_lib.scale_by_galore(rank, 2, scale, make_inner()), params, steps)
     inner = make_inner()
-    inner_state = inner.init({'w': jnp.zeros((rank, 10))})
-    inner_update = jax.jit(inner.update)   # the reference compiled once, not run op by op
+    inner_state = inner.init({'w': zeros((rank, 10))})
+
+    @jax.jit   # the reference step compiled once, not run op by op
+    def reference(p, grad, inner_state):
+      low_rank = {'w': p.T @ grad}
+      expected, inner_state = inner.update(low_rank, inner_state, low_rank)   # shapes only
+      return scale * p @ expected['w'], inner_state
+
     for step in range(steps):
       p = states[step].left['w']
-      np.testing.assert_allclose(p.T @ p, np.eye(rank), atol=1e-5)
-      low_rank = {'w': p.T @ random_grads(params, step)['w']}
-      expected, inner_state = inner_update(low_rank, inner_state, low_rank)   # shapes only
-      np.testing.assert_allclose(updates[step]['w'], scale * p @ expected['w'], atol=1e-5)
+      np.testing.assert_allclose(np.asarray(p).T @ p, np.eye(rank), atol=1e-5)
+      expected, inner_state = reference(p, random_grads(params, step)['w'], inner_state)
+      np.testing.assert_allclose(updates[step]['w'], expected, atol=1e-5)
     jax.tree.map(lambda a, b: self.assertEqual(a.shape, b.shape),
                  states[-1].inner_state, inner_state)
 
   def test_inner_reading_projected_param_values_is_a_clear_error(self):
     tx = galore_lib.scale_by_galore(2, 2, inner=optax.add_decayed_weights(0.1))
-    params = {'w': jnp.ones((6, 10))}
+    params = {'w': jax.device_put(np.ones((6, 10), np.float32))}
     with self.assertRaisesRegex(TypeError, 'read the value of a projected leaf'):
-      tx.update(params, tx.init(params), params)
+      jax.jit(tx.update)(params, tx.init(params), params)   # raised while tracing, as eagerly
 
   def test_unselected_leaves_get_the_plain_inner_update(self):
-    params = {'attn': {'kernel': jnp.zeros((8, 8))}, 'embed': jnp.zeros((8, 8))}
+    params = {'attn': {'kernel': zeros((8, 8))}, 'embed': zeros((8, 8))}
     mask = {'attn': {'kernel': True}, 'embed': False}
     ours, _ = run(galore_lib.galore(0.1, 2, 2, mask=mask), params, 3)
     by_selector, _ = run(galore_lib.galore(
@@ -141,24 +182,26 @@ class ProjectionMathsTest(parameterized.TestCase):
     for a, b, c in zip(ours, by_selector, adam):
       np.testing.assert_array_equal(a['embed'], c['embed'])
       jax.tree.map(np.testing.assert_array_equal, a, b)
-      self.assertGreater(np.abs(a['attn']['kernel'] - c['attn']['kernel']).max(), 1e-3)
+      self.assertGreater(
+          np.abs(np.asarray(a['attn']['kernel']) - np.asarray(c['attn']['kernel'])).max(), 1e-3)
 
 
 class ProjectorTest(parameterized.TestCase):
 
   @parameterized.parameters(*galore_lib.PROJECTOR_SOURCES)
   def test_projectors_are_orthonormal(self, projector):
-    params = {'stacked': jnp.zeros((2, 11, 6))}
+    params = {'stacked': zeros((2, 11, 6))}
     tx = galore_lib.scale_by_galore(3, 2, side='full', projector=projector, batch_dims=1)
     _, states = run(tx, params, 3)   # refreshes at steps 0 and 2 (the warm-started source's 2nd)
     for basis in jax.tree.leaves((states[-1].left, states[-1].right)):
-      gram = jnp.swapaxes(basis, -1, -2) @ basis
+      basis = np.asarray(basis)   # the check's products in numpy: no program compiled for them
+      gram = np.swapaxes(basis, -1, -2) @ basis
       np.testing.assert_allclose(gram, np.broadcast_to(np.eye(3), gram.shape), atol=1e-5)
 
   def test_refresh_cadence(self):
     """Projectors change exactly at steps 0, T, 2T, ... (paper Alg. 1)."""
     period = 3
-    params = {'w': jnp.zeros((6, 9))}
+    params = {'w': zeros((6, 9))}
     _, states = run(galore_lib.scale_by_galore(2, period, inner=optax.identity()), params, 8)
     bases = [np.asarray(s.left['w']) for s in states]
     self.assertGreater(np.abs(bases[0]).max(), 0.1)
@@ -175,7 +218,7 @@ class ProjectorTest(parameterized.TestCase):
     period = 3
     tx = galore_lib.scale_by_galore(2, period, inner=optax.scale_by_adam(), moments=moments,
                                     projector='svd')
-    params = {'w': jnp.zeros((2, 6, 9))}   # two sweep members
+    params = {'w': zeros((2, 6, 9))}   # two sweep members
     states = jax.vmap(tx.init)(params)
     outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(
         jax.make_jaxpr(jax.vmap(tx.update))(params, states, params).jaxpr)
@@ -196,34 +239,39 @@ class ProjectorTest(parameterized.TestCase):
       _, states = update(grads, states, params)
       if previous is not None:
         for m in range(2):
-          changed = not np.allclose(states.left['w'][m], previous[m])
+          changed = not np.allclose(np.asarray(states.left['w'])[m], previous[m])
           self.assertEqual(changed, step % period == 0, msg=f'step {step} member {m}')
       previous = np.asarray(states.left['w'])
 
   def test_sign_alignment_keeps_the_projector_for_a_repeated_gradient(self):
-    params = {'w': jnp.zeros((6, 9))}
+    params = {'w': zeros((6, 9))}
     grad = random_grads(params, 0)
-    flipped = lambda p, step: jax.tree.map(lambda g: g * (-1.0) ** step, grad)
+    # Flipped on the host (exact): no program compiled for the product.
+    flipped = lambda p, step: jax.tree.map(lambda g: np.asarray(g) * np.float32((-1.0) ** step),
+                                           grad)
     for align in (True, False):
       _, states = run(galore_lib.scale_by_galore(3, 1, align_signs=align), params, 4, flipped)
-      overlaps = [np.diag(states[i].left['w'].T @ states[i - 1].left['w']) for i in range(1, 4)]
+      bases = [np.asarray(s.left['w']) for s in states]
+      overlaps = [np.diag(bases[i].T @ bases[i - 1]) for i in range(1, 4)]
       if align:
         np.testing.assert_allclose(overlaps, 1.0, atol=1e-5)
       else:
         np.testing.assert_allclose(np.abs(overlaps), 1.0, atol=1e-5)
 
   def test_non_finite_refresh_keeps_projector_and_counts(self):
-    params = {'stacked': jnp.zeros((3, 6, 9))}
+    params = {'stacked': zeros((3, 6, 9))}
 
     def grads(p, step):
-      g = random_grads(p, step)['stacked']
-      return {'stacked': g.at[1, 0, 0].set(jnp.nan) if step == 1 else g}
+      g = np.array(random_grads(p, step)['stacked'])   # a copy, set on the host
+      if step == 1:
+        g[1, 0, 0] = np.nan
+      return {'stacked': g}
 
     tx = galore_lib.scale_by_galore(2, 1, batch_dims=1)
     _, states = run(tx, params, 2, grads)
     self.assertEqual(int(states[0].svd_failures['stacked']), 0)
     self.assertEqual(int(states[1].svd_failures['stacked']), 1)
-    before, after = states[0].left['stacked'], states[1].left['stacked']
+    before, after = np.asarray(states[0].left['stacked']), np.asarray(states[1].left['stacked'])
     np.testing.assert_array_equal(after[1], before[1])
     self.assertFalse(np.allclose(after[0], before[0]))
     self.assertTrue(np.all(np.isfinite(after)))
@@ -235,22 +283,25 @@ class MomentPolicyTest(parameterized.TestCase):
   def test_first_moment_across_a_refresh(self, moments):
     """keep: M; reset: 0; reproject: P_new^T P_old M; then the usual Adam EMA step."""
     b1, b2 = 0.9, 0.99
-    params = {'w': jnp.zeros((6, 9))}
+    params = {'w': zeros((6, 9))}
     tx = galore_lib.scale_by_galore(2, 2, inner=optax.scale_by_adam(b1, b2), moments=moments)
     _, states = run(tx, params, 3)
     before, after = states[1], states[2]
-    p_old, p_new = before.left['w'], after.left['w']
-    low_rank_grad = p_new.T @ random_grads(params, 2)['w']
-    carried = {'keep': before.inner_state.mu['w'],
-               'reset': jnp.zeros_like(before.inner_state.mu['w']),
-               'reproject': p_new.T @ p_old @ before.inner_state.mu['w']}[moments]
-    np.testing.assert_allclose(
-        after.inner_state.mu['w'], b1 * carried + (1 - b1) * low_rank_grad, atol=1e-6)
-    carried_nu = {'keep': before.inner_state.nu['w'],
-                  'reset': jnp.zeros_like(before.inner_state.nu['w']),
-                  'reproject': jnp.square(p_new.T @ p_old) @ before.inner_state.nu['w']}[moments]
-    np.testing.assert_allclose(
-        after.inner_state.nu['w'], b2 * carried_nu + (1 - b2) * low_rank_grad**2, atol=1e-6)
+
+    @jax.jit   # the expected moments compiled once, not op by op
+    def expected(p_old, p_new, mu, nu, grad):
+      low_rank_grad = p_new.T @ grad
+      carried = {'keep': mu, 'reset': jnp.zeros_like(mu),
+                 'reproject': p_new.T @ p_old @ mu}[moments]
+      carried_nu = {'keep': nu, 'reset': jnp.zeros_like(nu),
+                    'reproject': jnp.square(p_new.T @ p_old) @ nu}[moments]
+      return (b1 * carried + (1 - b1) * low_rank_grad,
+              b2 * carried_nu + (1 - b2) * low_rank_grad**2)
+
+    mu, nu = expected(before.left['w'], after.left['w'], before.inner_state.mu['w'],
+                      before.inner_state.nu['w'], random_grads(params, 2)['w'])
+    np.testing.assert_allclose(after.inner_state.mu['w'], mu, atol=1e-6)
+    np.testing.assert_allclose(after.inner_state.nu['w'], nu, atol=1e-6)
 
 
 class StateTest(parameterized.TestCase):
@@ -269,7 +320,7 @@ class StateTest(parameterized.TestCase):
       ('rank_at_least_min_dim', (2, 10), 'std', 'flax', None, None, (2, 10)),
   )
   def test_state_shapes(self, shape, side, layout, left, right, moment):
-    params = {'w': jnp.zeros(shape)}
+    params = {'w': zeros(shape)}
     tx = galore_lib.scale_by_galore(2, side=side, layout=layout, batch_dims=len(shape) - 2)
     state = tx.init(params)
     self.assertEqual(jax.tree.map(jnp.shape, state.left['w']), left)
@@ -297,13 +348,13 @@ class BadInputTest(parameterized.TestCase):
       galore_lib.scale_by_galore(**kwargs)
 
   def test_per_leaf_rank_error_names_the_leaf(self):
-    params = {'block': {'kernel': jnp.zeros((4, 6))}}
+    params = {'block': {'kernel': zeros((4, 6))}}
     tx = galore_lib.scale_by_galore(lambda path, x: 0)
     with self.assertRaisesRegex(ValueError, r"\['block'\]\['kernel'\]"):
       tx.init(params)
 
   def test_selected_leaf_not_a_matrix_names_the_leaf(self):
-    params = {'conv': {'kernel': jnp.zeros((3, 3, 4, 8))}}
+    params = {'conv': {'kernel': zeros((3, 3, 4, 8))}}
     tx = galore_lib.scale_by_galore(2, mask={'conv': {'kernel': True}}, batch_dims=1)
     with self.assertRaisesRegex(ValueError, r"\['conv'\]\['kernel'\].*not 2-D after its 1"):
       tx.init(params)
@@ -313,7 +364,7 @@ class SpecsTest(absltest.TestCase):
   """The spec form, the flat form and `galore`'s forwarded options are one transform."""
 
   def test_flat_keywords_build_the_specs(self):
-    params = {'w': jnp.zeros((6, 10)), 'v': jnp.zeros((9, 5)), 'b': jnp.zeros((5,))}
+    params = {'w': zeros((6, 10)), 'v': zeros((9, 5)), 'b': zeros((5,))}
     mask = {'w': True, 'v': False, 'b': False}
     flat, _ = run(galore_lib.scale_by_galore(
         2, 3, 0.5, side='reverse_std', moments='reproject', projector='gram_eigh', mask=mask),
@@ -350,20 +401,27 @@ class OptaxContribTest(absltest.TestCase):
 
   RANK, PERIOD, SCALE = 3, 3, 0.5
 
-  def run_both(self, steps, grads_fn=random_grads):
-    params = {'tall': jnp.zeros((12, 8)), 'square': jnp.zeros((7, 7)),
-              'wide': jnp.zeros((6, 10)), 'b': jnp.zeros((8,))}
+  @staticmethod
+  @functools.cache   # one pair for both tests: each update is compiled once
+  def transforms():
+    cls = OptaxContribTest
     ours = galore_lib.scale_by_galore(
-        self.RANK, self.PERIOD, self.SCALE, optax.scale_by_adam(), side='reverse_std',
+        cls.RANK, cls.PERIOD, cls.SCALE, optax.scale_by_adam(), side='reverse_std',
         layout='torch', align_signs=False, moments='keep', projector='svd')
-    theirs = optax.contrib.scale_by_galore(self.RANK, self.PERIOD, self.SCALE,
+    theirs = optax.contrib.scale_by_galore(cls.RANK, cls.PERIOD, cls.SCALE,
                                            optax.scale_by_adam())
+    return ours, theirs
+
+  def run_both(self, steps, grads_fn=random_grads):
+    params = {'tall': zeros((12, 8)), 'square': zeros((7, 7)),
+              'wide': zeros((6, 10)), 'b': zeros((8,))}
+    ours, theirs = self.transforms()
     return run(ours, params, steps, grads_fn), run(theirs, params, steps, grads_fn)
 
   def wide_signs(self, ours_state, theirs_state):
     """Signs of the wide leaf's right projectors' columns, ours against optax's (same subspace)."""
     self.assertIsNone(ours_state.left['wide'])
-    overlap = np.asarray(ours_state.right['wide'].T @ theirs_state.projector['wide'])
+    overlap = np.asarray(ours_state.right['wide']).T @ np.asarray(theirs_state.projector['wide'])
     np.testing.assert_allclose(np.abs(overlap), np.eye(self.RANK), atol=1e-4)
     return np.sign(np.diagonal(overlap))
 
@@ -410,13 +468,15 @@ class CompositionTest(parameterized.TestCase):
 
   def setUp(self):
     super().setUp()
-    self.params = {'w': jnp.zeros((6, 9)), 'b': jnp.zeros((9,))}
+    self.params = {'w': zeros((6, 9)), 'b': zeros((9,))}
 
   def test_multi_steps_equals_galore_on_mean_gradient(self):
-    tx = galore_lib.galore(0.1, 2, 2)
+    tx = shared_tx(galore_lib.galore, 0.1, 2, 2)
     accumulated, _ = run(optax.MultiSteps(tx, 2), self.params, 8)
+    # The mean on the host (float32, IEEE add and halving: the same numbers as jnp's), no program.
     mean_grad = lambda p, s: jax.tree.map(
-        lambda a, b: (a + b) / 2, random_grads(p, 2 * s), random_grads(p, 2 * s + 1))
+        lambda a, b: (np.asarray(a) + np.asarray(b)) / np.float32(2), random_grads(p, 2 * s),
+        random_grads(p, 2 * s + 1))
     direct, _ = run(tx, self.params, 4, mean_grad)
     for step in range(4):
       jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-6),
@@ -424,7 +484,7 @@ class CompositionTest(parameterized.TestCase):
 
   def test_clipping_before_galore(self):
     clip = optax.clip_by_global_norm(1.0)
-    tx = galore_lib.galore(0.1, 2, 2)
+    tx = shared_tx(galore_lib.galore, 0.1, 2, 2)
     clipped, _ = run(optax.chain(clip, tx), self.params, 5)
     clip_fn = jax.jit(lambda g: clip.update(g, clip.init(g))[0])   # compiled once, not op by op
     manual = lambda p, s: clip_fn(random_grads(p, s))
@@ -440,25 +500,29 @@ class CompositionTest(parameterized.TestCase):
     for a, b in zip(ours, plain):
       jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7), a, b)
     state = states[-1]
-    state.hyperparams['learning_rate'] = jnp.asarray(0.05)
-    update = jax.jit(injected.update)   # one compile for both learning rates
+    # The state's own (strong) float32 type: `run`'s compiled update serves both learning rates.
+    state.hyperparams['learning_rate'] = jax.device_put(np.float32(0.05))
+    update = jax.jit(injected.update)
     half, _ = update(random_grads(self.params, 5), state, self.params)
     full, _ = update(random_grads(self.params, 5), states[-1]._replace(
-        hyperparams={**state.hyperparams, 'learning_rate': jnp.asarray(0.1)}), self.params)
-    jax.tree.map(lambda x, y: np.testing.assert_allclose(2 * x, y, rtol=1e-5), half, full)
+        hyperparams={**state.hyperparams, 'learning_rate': jax.device_put(np.float32(0.1))}),
+        self.params)
+    jax.tree.map(lambda x, y: np.testing.assert_allclose(2 * np.asarray(x), y, rtol=1e-5), half,
+                 full)
 
   @parameterized.parameters('svd', 'subspace_iteration')   # the latter resumes from the state's P
   def test_checkpoint_resume_across_refresh_is_exact(self, projector):
     tx = galore_lib.galore(0.1, 2, 3, weight_decay=0.1, moments='reproject', projector=projector)
-    update = jax.jit(tx.update)
+    # Compiled, as the update: one program for every run here instead of one per primitive and leaf.
+    update, apply_updates = jax.jit(tx.update), jax.jit(optax.apply_updates)
 
     def train(params, state, steps):
       for step in steps:
         updates, state = update(random_grads(params, step), state, params)
-        params = optax.apply_updates(params, updates)
+        params = apply_updates(params, updates)
       return params, state
 
-    params = jax.tree.map(lambda x: x + 1.0, self.params)
+    params = jax.tree.map(lambda x: jax.device_put(np.asarray(x) + np.float32(1)), self.params)
     expected, _ = train(params, tx.init(params), range(7))
     mid_params, mid_state = train(params, tx.init(params), range(2))
     with tempfile.TemporaryDirectory() as workdir:

@@ -32,17 +32,32 @@ def logits(params):   # one compiled forward for the dense, merged and LoRA-appl
   return MODEL.apply({'params': params}, TOKENS)
 
 
-def trained_adapters(base):
+# The adapters are made once and shared (jax arrays are immutable), and op by op: the library's
+# param transforms run eagerly here compile one small program per primitive and leaf shape, shared
+# by every test, where a jitted init would compile its random draws again as one larger program.
+@functools.cache
+def initial_adapters():
+  """The LoRA adapters at init (b = 0) of `dense_params()`."""
+  base = dense_params()
+  return lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
+
+
+@functools.cache
+def trained_adapters():
   """Adapters with a nonzero b (as after some training), so that merging is not trivially exact."""
-  adapters = lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
-  return jax.tree.map(lambda x: x + 0.1 * jax.random.normal(jax.random.key(3), x.shape), adapters)
+  return jax.tree.map(lambda x: x + 0.1 * jax.random.normal(jax.random.key(3), x.shape),
+                      initial_adapters())
+
+
+def stacked(tree):
+  """Two sweep members of `tree`, stacked on the host (exact; no program per leaf shape)."""
+  return jax.tree.map(lambda x: jax.device_put(np.stack([x, x])), tree)
 
 
 class LoraTest(parameterized.TestCase):
 
   def test_adapters_only_on_attention_and_mlp_kernels(self):
-    base = dense_params()
-    adapters = lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
+    adapters = initial_adapters()
     paths = {jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(
         adapters, is_leaf=lambda x: isinstance(x, lora.Factors))}
     self.assertLen(paths, 7)   # query, key, value, out, gate, up, down
@@ -53,30 +68,31 @@ class LoraTest(parameterized.TestCase):
 
   def test_lora_at_init_equals_base_model(self):
     base = dense_params()
-    adapters = lora.lora_init(jax.random.key(2), base, galore_lib.llama_galore_mask(base), RANK)
-    np.testing.assert_array_equal(logits(lora.lora_apply(base, adapters, 2.0)), logits(base))
+    np.testing.assert_array_equal(logits(lora.lora_apply(base, initial_adapters(), 2.0)),
+                                  logits(base))
 
   def test_merge_preserves_the_function(self):
     base = dense_params()
-    adapters = trained_adapters(base)
+    adapters = trained_adapters()
     with_adapters = logits(lora.lora_apply(base, adapters, 2.0))
-    self.assertGreater(float(jnp.max(jnp.abs(with_adapters - logits(base)))), 1e-3)
+    difference = np.asarray(with_adapters) - np.asarray(logits(base))   # on the host: no program
+    self.assertGreater(float(np.max(np.abs(difference))), 1e-3)
     np.testing.assert_allclose(logits(lora.lora_merge(base, adapters, 2.0)), with_adapters,
                                rtol=1e-5, atol=1e-5)
 
   def test_frozen_base_gets_no_gradient_but_adapters_do(self):
     base = dense_params()
-    adapters = trained_adapters(base)
+    adapters = trained_adapters()
     loss = lambda b, a: jnp.sum(logits(lora.lora_apply(b, a, 2.0)) ** 2)
     grad_base, grad_adapters = jax.grad(loss, argnums=(0, 1))(base, adapters)
     np.testing.assert_array_equal(grad_base['layer_0']['attn']['query']['kernel'], 0.0)
-    self.assertGreater(float(jnp.abs(grad_base['head']['kernel']).max()), 0.0)
-    self.assertGreater(float(jnp.abs(grad_adapters['layer_0']['attn']['query']['kernel'].a).max()),
+    self.assertGreater(float(np.abs(grad_base['head']['kernel']).max()), 0.0)
+    self.assertGreater(float(np.abs(grad_adapters['layer_0']['attn']['query']['kernel'].a).max()),
                        0.0)
 
   def test_relora_restart_keeps_the_function_and_zeroes_b(self):
     base = dense_params()
-    params = {'base': base, 'adapters': trained_adapters(base)}
+    params = {'base': base, 'adapters': trained_adapters()}
     restarted = lora.relora_restart(jax.random.key(4), params, 2.0)
     np.testing.assert_allclose(
         logits(lora.lora_apply(restarted['base'], restarted['adapters'], 2.0)),
@@ -88,7 +104,7 @@ class LoraTest(parameterized.TestCase):
 
   def test_relora_transform_restarts_every_k_steps_and_prunes_adapter_state(self):
     base = dense_params()
-    params = {'base': base, 'adapters': trained_adapters(base)}
+    params = {'base': base, 'adapters': trained_adapters()}
     tx = lora.relora(optax.adam(1e-2), reset_every=3, scale=2.0, key=jax.random.key(5),
                      prune_ratio=0.5)
     state = tx.init(params)
@@ -101,15 +117,15 @@ class LoraTest(parameterized.TestCase):
     b = params['adapters']['layer_0']['mlp']['up']['kernel'].b
     np.testing.assert_array_equal(b, 0.0)
     mu = state.inner[0].mu
-    adapter_mu = mu['adapters']['layer_0']['mlp']['up']['kernel'].a
-    self.assertGreaterEqual(float(jnp.mean(adapter_mu == 0.0)), 0.5)
-    self.assertLess(float(jnp.mean(mu['base']['head']['kernel'] == 0.0)), 0.5)
+    adapter_mu = np.asarray(mu['adapters']['layer_0']['mlp']['up']['kernel'].a)
+    self.assertGreaterEqual(float(np.mean(adapter_mu == 0.0)), 0.5)
+    self.assertLess(float(np.mean(np.asarray(mu['base']['head']['kernel']) == 0.0)), 0.5)
 
   def test_relora_restarts_at_the_right_steps_under_vmap(self):
     # Two sweep members (different lrs) vmapped as the trainer does: b is zero exactly after the
     # 3rd and 6th updates and only then, and the frozen base kernel moves only at those restarts.
     base = dense_params()
-    params = {'base': base, 'adapters': trained_adapters(base)}
+    params = {'base': base, 'adapters': trained_adapters()}
     labels = {'base': jax.tree.map(lambda f: 'frozen' if f else 'trained',
                                    galore_lib.llama_galore_mask(base)),
               'adapters': jax.tree.map(lambda _: 'trained', params['adapters'])}
@@ -124,12 +140,13 @@ class LoraTest(parameterized.TestCase):
       updates, s = make(lr).update(jax.grad(loss)(p), s, p)
       return optax.apply_updates(p, updates), s
 
-    lrs = jnp.asarray([1e-2, 3e-2])
-    members = jax.tree.map(lambda x: jnp.stack([x, x]), params)
-    states = jax.vmap(lambda p, lr: make(lr).init(p))(members, lrs)
+    lrs = jax.device_put(np.asarray([1e-2, 3e-2], np.float32))
+    members = stacked(params)
+    states = jax.jit(jax.vmap(lambda p, lr: make(lr).init(p)))(members, lrs)
     vstep = jax.jit(jax.vmap(step))
-    kernel = lambda p: p['base']['layer_0']['attn']['query']['kernel']
-    b = lambda p: p['adapters']['layer_0']['attn']['query']['kernel'].b
+    # Read on the host (exact): no program compiled for the slices and comparisons.
+    kernel = lambda p: np.asarray(p['base']['layer_0']['attn']['query']['kernel'])
+    b = lambda p: np.asarray(p['adapters']['layer_0']['attn']['query']['kernel'].b)
     for k in range(1, 8):
       before = kernel(members)
       members, states = vstep(members, states, lrs)
@@ -143,10 +160,11 @@ class LoraTest(parameterized.TestCase):
     # prunes (a sort) on every step. The restart's sort must sit only inside the while_loop body
     # that `at_most_once` runs just on restart steps.
     base = dense_params()
-    params = {'base': base, 'adapters': trained_adapters(base)}
+    params = {'base': base, 'adapters': trained_adapters()}
     tx = lora.relora(optax.adam(1e-2), reset_every=3, scale=2.0, key=jax.random.key(5))
-    members = jax.tree.map(lambda x: jnp.stack([x, x]), params)
-    states = jax.vmap(tx.init)(members)
+    # Traced only: the members and their states as shapes, no program run to make them.
+    members = jax.tree.map(lambda x: jax.ShapeDtypeStruct((2,) + x.shape, x.dtype), params)
+    states = jax.eval_shape(jax.vmap(tx.init), members)
     jaxpr = jax.make_jaxpr(jax.vmap(tx.update))(members, states, members)
     outside, inside = jaxpr_inspect.primitives_outside_and_inside_while(jaxpr.jaxpr)
     self.assertIn('sort', inside)
@@ -167,9 +185,12 @@ class LoraTest(parameterized.TestCase):
     self.assertTrue(np.all(np.isfinite(logits(dense))))
 
   def test_jagged_schedule_warms_up_again_after_each_restart(self):
-    schedule = lora.jagged_cosine_schedule(1.0, total_steps=100, warmup_steps=10, min_ratio=0.1,
-                                           restart_every=40, restart_warmup_steps=5)
-    plain = lora.jagged_cosine_schedule(1.0, total_steps=100, warmup_steps=10, min_ratio=0.1)
+    # Each schedule compiled once for all its steps, not op by op.
+    schedule = jax.jit(lora.jagged_cosine_schedule(
+        1.0, total_steps=100, warmup_steps=10, min_ratio=0.1, restart_every=40,
+        restart_warmup_steps=5))
+    plain = jax.jit(lora.jagged_cosine_schedule(1.0, total_steps=100, warmup_steps=10,
+                                                min_ratio=0.1))
     self.assertAlmostEqual(float(schedule(5)), 0.5, places=6)
     self.assertAlmostEqual(float(plain(10)), 1.0, places=6)
     self.assertAlmostEqual(float(plain(100)), 0.1, places=6)
