@@ -1,4 +1,12 @@
-"""Tests of jaxdyn.models.streaming: the sink + window ring-buffer cache with position rolling."""
+"""Tests of jaxdyn.models.streaming: the sink + window ring-buffer cache with position rolling.
+
+Most of this file's time is compiling: every jax call outside a jitted function compiles one small
+program per primitive and shape. So the tokens come from one random draw, the params from the
+decoder's init without its forward pass (`init`), the dense forward passes from one jitted program
+per config and input shape (tests that can share shapes do), the cache's slot arithmetic from one
+program per spec, and the tests read the results back as numpy arrays and slice, subtract and
+compare them there (exact float32 operations: the same numbers as jax's).
+"""
 
 import collections
 import dataclasses
@@ -21,8 +29,20 @@ def small_config(**overrides):
 
 
 def init(config, seed=0):
-  return transformer.Decoder(config).init(jax.random.key(seed),
-                                          jnp.zeros((1, 4), jnp.int32))['params']
+  """`Decoder(config).init`'s params, bit for bit, from `lazy_init`: the random draws run op by op
+  (each draw's program compiled once per shape, shared by the configs; a jitted init compiles them
+  all anew for each config, seconds) and the forward pass on the dummy tokens is only traced, where
+  `init` runs it op by op."""
+  return transformer.Decoder(config).lazy_init(
+      jax.random.key(seed), jax.ShapeDtypeStruct((1, 4), jnp.int32))['params']
+
+
+def with_sink_logits(config, params):
+  """Non-zero learned sink logits, different per layer and head."""
+  for i in range(config.num_layers):
+    params[f'layer_{i}']['attn']['sink'] = np.linspace(-1.0, 2.0, config.num_heads,
+                                                       dtype=np.float32) + i
+  return params
 
 
 @functools.lru_cache(maxsize=None)
@@ -32,8 +52,37 @@ def forward(config):
   return jax.jit(lambda params, x: transformer.Decoder(config).apply({'params': params}, x))
 
 
-def tokens(batch, n, vocab=19, seed=1):
-  return jax.random.randint(jax.random.key(seed), (batch, n), 0, vocab)
+@functools.lru_cache(maxsize=None)
+def _random_tokens(size=2 * 47):
+  return np.asarray(jax.random.randint(jax.random.key(1), (size,), 0, 19))
+
+
+def tokens(batch, n):
+  """`jax.random.randint(jax.random.key(1), (batch, n), 0, 19)` (read-only) from one draw for the
+  file, where a draw per shape compiles a program per shape: with jax's partitionable threefry
+  (`jax_threefry_partitionable`, the default) an element's random bits depend on its flat index
+  alone, so the draw of any shape is the first elements of the flat draw."""
+  return _random_tokens()[:batch * n].reshape(batch, n)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def cache_at(spec, t):
+  """`slot_tokens`, `write_slot` and `layout_at` of streaming token t: one program per spec."""
+  return streaming.slot_tokens(spec, t), streaming.write_slot(spec, t), streaming.layout_at(spec, t)
+
+
+@jax.jit
+def nll_of_logits(logits_BxTxV, targets_BxT):
+  """−log p(target) of each position from its logits, as one program."""
+  logp = jax.nn.log_softmax(logits_BxTxV, axis=-1)
+  return -jnp.take_along_axis(logp, targets_BxT[..., None], axis=-1)[..., 0]
+
+
+stack_layers = jax.jit(transformer.stack_layers, static_argnums=1)
+
+
+def max_abs_difference(a, b):
+  return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
 
 
 def reference_cache(num_sink, window, t):
@@ -45,6 +94,15 @@ def reference_cache(num_sink, window, t):
   return list(range(min(num_sink, t + 1))) + list(recent)
 
 
+def kept_token_passes(config, params, x_1xN, spec):
+  """Logits R×S×V of fresh forward passes over the tokens the cache holds once token t is written,
+  at positions 0..S−1, for t = S − 1 ... N − 1 (row 0: the prefix, nothing evicted yet), as one
+  batch: one compiled pass for all t."""
+  kept_RxS = x_1xN[0, [reference_cache(spec.num_sink, spec.window, t)
+                       for t in range(spec.size - 1, x_1xN.shape[1])]]
+  return np.asarray(forward(config)(params, kept_RxS))
+
+
 class StreamingCacheTest(parameterized.TestCase):
 
   @parameterized.parameters(('softmax', (0, 12)), ('softmax', (4, 8)), ('sink', (2, 10)),
@@ -52,9 +110,8 @@ class StreamingCacheTest(parameterized.TestCase):
   def test_cache_output_equals_dense_attention_while_the_sequence_fits(self, attention, cache):
     config = small_config(attention=attention)
     params = init(config)
-    if attention == 'sink':   # non-zero learned sink logits, different per layer and head
-      for i in range(config.num_layers):
-        params[f'layer_{i}']['attn']['sink'] = jnp.linspace(-1.0, 2.0, config.num_heads) + i
+    if attention == 'sink':
+      params = with_sink_logits(config, params)
     spec = streaming.CacheSpec(*cache)
     x = tokens(2, spec.size)
     dense = forward(config)(params, x)
@@ -69,9 +126,9 @@ class StreamingCacheTest(parameterized.TestCase):
     spec = streaming.CacheSpec(num_sink, window)
     previous = None
     for t in range(25):
-      held = np.asarray(streaming.slot_tokens(spec, t))
+      held, slot, _ = cache_at(spec, t)
+      held, slot = np.asarray(held), int(slot)
       self.assertEqual(sorted(held[held >= 0].tolist()), reference_cache(num_sink, window, t))
-      slot = int(streaming.write_slot(spec, t))
       self.assertEqual(held[slot], t)   # the new token is where it was written
       if previous is not None:
         changed = np.flatnonzero(held != previous)
@@ -87,12 +144,11 @@ class StreamingCacheTest(parameterized.TestCase):
   def test_rolled_positions_equal_recomputed_positions(self, num_sink, window):
     spec = streaming.CacheSpec(num_sink, window)
     for t in range(20):
-      layout = streaming.layout_at(spec, t)
-      held = np.asarray(streaming.slot_tokens(spec, t))
+      held, _, layout = jax.tree.map(np.asarray, cache_at(spec, t))
       kept = sorted(held[held >= 0].tolist())   # the recomputed sequence: kept tokens in order
-      valid = np.asarray(layout.mask_TxS[0])
+      valid = layout.mask_TxS[0]
       np.testing.assert_array_equal(valid, held >= 0)
-      positions = np.asarray(layout.key_positions_S)
+      positions = layout.key_positions_S
       for slot in np.flatnonzero(valid):
         self.assertEqual(positions[slot], kept.index(held[slot]))
       self.assertEqual(int(layout.query_positions_T[0]), kept.index(t))
@@ -107,52 +163,51 @@ class StreamingCacheTest(parameterized.TestCase):
     params = init(config)
     spec = streaming.CacheSpec(num_sink, window)
     x = tokens(1, 3 * spec.size + 2)
-    streamed = streaming.streaming_logits(config, params, x, spec)[0]
-    apply = forward(config)
-    np.testing.assert_allclose(streamed[:spec.size], apply(params, x[:, :spec.size])[0],
+    streamed = np.asarray(streaming.streaming_logits(config, params, x, spec))[0]
+    fresh = kept_token_passes(config, params, x, spec)   # one fresh pass per t, batched
+    np.testing.assert_allclose(streamed[:spec.size], fresh[0],
                                atol=2e-5, rtol=2e-5)   # nothing evicted yet: the prefix
-    later = range(spec.size, x.shape[1])
-    kept_RxS = x[0, np.asarray([reference_cache(num_sink, window, t) for t in later])]
-    fresh = apply(params, kept_RxS)[:, -1]   # one fresh pass per t, batched
-    np.testing.assert_allclose(streamed[spec.size:], fresh, atol=2e-5, rtol=2e-5)
+    np.testing.assert_allclose(streamed[spec.size:], fresh[1:, -1], atol=2e-5, rtol=2e-5)
 
   def test_without_rolling_the_one_layer_stream_would_differ(self):
     # The check above is not vacuous: keys rotated at their absolute stream positions give other
-    # logits once tokens have been evicted. (The stream and cache of the (4, 3) case above: the same
-    # compiled programs.)
+    # logits once tokens have been evicted. (The stream, cache and fresh passes of the (4, 3) case
+    # above: the same compiled programs.)
     config = small_config(num_layers=1)
     params = init(config)
     spec = streaming.CacheSpec(4, 3)
     x = tokens(1, 3 * spec.size + 2)
     t = x.shape[1] - 1
-    kept = reference_cache(4, 3, t)
-    apply = forward(config)
-    rolled = apply(params, x[:, kept])[:, -1]
-    streamed = streaming.streaming_logits(config, params, x, spec)[:, t]
+    rolled = kept_token_passes(config, params, x, spec)[-1:, -1]   # the tokens kept at t
+    streamed = np.asarray(streaming.streaming_logits(config, params, x, spec))[:, t]
     np.testing.assert_allclose(streamed, rolled, atol=2e-5, rtol=2e-5)
-    full = apply(params, x)[:, t]   # dense: absolute positions, all tokens
-    self.assertGreater(float(jnp.max(jnp.abs(full - rolled))), 1e-3)
+    full = np.asarray(forward(config)(params, x))[:, t]   # dense: absolute positions, all tokens
+    self.assertGreater(max_abs_difference(full, rolled), 1e-3)
 
   def test_multilayer_window_cache_is_not_recomputation(self):
     # With 2 layers the cached deeper keys remember their evicted context; recomputation does not.
     config = small_config()
     params = init(config)
     x = tokens(1, 20)
-    streamed = streaming.streaming_nll(config, params, x, streaming.CacheSpec(0, 6))
-    recomputed = streaming.recompute_nll(config, params, x, window=6)
+    streamed = np.asarray(streaming.streaming_nll(config, params, x, streaming.CacheSpec(0, 6)))
+    recomputed = np.asarray(streaming.recompute_nll(config, params, x, window=6))
     np.testing.assert_allclose(streamed[:, :5], recomputed[:, :5], atol=2e-5, rtol=2e-5)
-    self.assertGreater(float(jnp.max(jnp.abs(streamed[:, 6:] - recomputed[:, 6:]))), 1e-4)
+    self.assertGreater(max_abs_difference(streamed[:, 6:], recomputed[:, 6:]), 1e-4)
 
   def test_recomputation_reads_the_last_window_tokens(self):
     config = small_config()
     params = init(config)
     x = tokens(2, 15)
     w = 5
-    logits = streaming.recompute_logits(config, params, x, w, chunk=4)
-    apply = forward(config)
-    np.testing.assert_allclose(logits[:, :w], apply(params, x[:, :w]), atol=2e-5, rtol=2e-5)
+    logits = np.asarray(streaming.recompute_logits(config, params, x, w, chunk=4))
+    # Fresh passes over the first window and over the window ending at each t >= w, as one batch
+    # (window i ends at token w − 1 + i): one compiled forward pass.
+    windows_RxBxW = np.stack([x[:, t - w + 1:t + 1] for t in range(w - 1, x.shape[1])])
+    fresh_RxBxWxV = np.asarray(forward(config)(params, windows_RxBxW.reshape(-1, w))).reshape(
+        windows_RxBxW.shape + (config.vocab_size,))
+    np.testing.assert_allclose(logits[:, :w], fresh_RxBxWxV[0], atol=2e-5, rtol=2e-5)
     for t in range(w, x.shape[1]):
-      np.testing.assert_allclose(logits[:, t], apply(params, x[:, t - w + 1:t + 1])[:, -1],
+      np.testing.assert_allclose(logits[:, t], fresh_RxBxWxV[t - w + 1][:, -1],
                                  atol=2e-5, rtol=2e-5, err_msg=f't={t}')
     np.testing.assert_allclose(streaming.recompute_nll(config, params, x[:, :w], w),
                                streaming.dense_nll(config, params, x[:, :w]), atol=2e-5)
@@ -169,8 +224,7 @@ class StreamingCacheTest(parameterized.TestCase):
     x = tokens(2, 23)
     spec = streaming.CacheSpec(2, 5)
     logits = streaming.streaming_logits(config, params, x[:, :-1], spec)
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    expected = -jnp.take_along_axis(logp, x[:, 1:, None], axis=-1)[..., 0]
+    expected = nll_of_logits(logits, x[:, 1:])
     nll = streaming.streaming_nll(config, params, x, spec)
     np.testing.assert_allclose(nll, expected, atol=2e-5, rtol=2e-5)
     # num_sink as an array (one program for every k+(S−k) of a size): the same numbers
@@ -189,22 +243,24 @@ class StreamingCacheTest(parameterized.TestCase):
     # are those of the cache streamed one token per step, before and after the first eviction.
     config = small_config(attention=attention, num_layers=3, d_model=24, num_heads=6,
                           num_kv_heads=2, **overrides)
-    params = init(config)
-    if attention == 'sink':
-      for i in range(config.num_layers):
-        params[f'layer_{i}']['attn']['sink'] = jnp.linspace(-1.0, 2.0, config.num_heads) + i
-    x = tokens(2, 47)
-    reference_params = (transformer.unstack_layers(params, config.num_layers)
-                        if config.scan_layers else params)
+    # The reference: the same decoder unscanned, its params those of the scanned one unstacked
+    # (drawn unscanned and stacked: no scanned init compiled).
     reference_config = dataclasses.replace(config, scan_layers=False)
+    reference_params = init(reference_config)
+    if attention == 'sink':
+      reference_params = with_sink_logits(config, reference_params)
+    params = (stack_layers(reference_params, config.num_layers) if config.scan_layers
+              else reference_params)
+    x = tokens(2, 47)
     streamed = streaming.streaming_nll_of_size(reference_config, reference_params, x,
                                                np.int32(num_sink), size)
-    parallel = streaming.parallel_nll(config, params, x, np.int32(num_sink), size, block=block)
+    parallel = np.asarray(
+        streaming.parallel_nll(config, params, x, np.int32(num_sink), size, block=block))
     np.testing.assert_allclose(parallel, streamed, atol=2e-5, rtol=2e-5)
     # Not vacuous: past the first eviction the cache is not dense attention.
-    dense = streaming.dense_nll(reference_config, reference_params, x)
+    dense = np.asarray(streaming.dense_nll(reference_config, reference_params, x))
     np.testing.assert_allclose(parallel[:, :size - 1], dense[:, :size - 1], atol=2e-5, rtol=2e-5)
-    self.assertGreater(float(jnp.max(jnp.abs(parallel[:, size:] - dense[:, size:]))), 1e-3)
+    self.assertGreater(max_abs_difference(parallel[:, size:], dense[:, size:]), 1e-3)
 
   def test_parallel_stream_serves_every_number_of_sinks_from_one_program(self):
     config = small_config(num_heads=4, num_kv_heads=1)
@@ -216,9 +272,12 @@ class StreamingCacheTest(parameterized.TestCase):
     by_sinks = {}
     for k in (0, 1, 2, 4):
       by_sinks[k] = compiled(params, x, np.int32(k))
-      streamed = streaming.streaming_nll(config, params, x, streaming.CacheSpec.of_size(k, size))
+      # the reference: the token-by-token stream through CacheSpec.of_size(k, size), num_sink an
+      # array (`streaming_nll`'s numbers: test_in_scan_nll_matches_the_streamed_logits), one
+      # program for the four
+      streamed = streaming.streaming_nll_of_size(config, params, x, np.int32(k), size)
       np.testing.assert_allclose(by_sinks[k], streamed, atol=2e-5, rtol=2e-5, err_msg=f'{k} sinks')
-    self.assertGreater(float(jnp.max(jnp.abs(by_sinks[0] - by_sinks[4]))), 1e-3)
+    self.assertGreater(max_abs_difference(by_sinks[0], by_sinks[4]), 1e-3)
     # the cache covering the stream: dense attention
     np.testing.assert_allclose(streaming.parallel_nll(config, params, x, np.int32(4), 64),
                                streaming.dense_nll(config, params, x), atol=2e-5, rtol=2e-5)
@@ -237,11 +296,11 @@ class StreamingCacheTest(parameterized.TestCase):
     long = streaming.generate_greedy(config, params, prompt, spec, num_new=30)
     self.assertEqual(long.shape, (2, 30))
     apply = forward(config)
-    seq = jnp.concatenate([prompt, jnp.zeros((2, 6), prompt.dtype)], axis=1)   # causal: the
-    for p in range(3, 9):                                                     # padding is unread
-      nxt = jnp.argmax(apply(params, seq)[:, p - 1], -1)
-      seq = seq.at[:, p].set(nxt.astype(seq.dtype))
-    np.testing.assert_array_equal(long[:, :6], seq[:, 3:])
+    # Causal: the padding is unread (12 tokens: the program of the dense test's passes).
+    seq = np.concatenate([prompt, np.zeros((2, 9), prompt.dtype)], axis=1)
+    for p in range(3, 9):
+      seq[:, p] = np.argmax(np.asarray(apply(params, seq))[:, p - 1], -1)
+    np.testing.assert_array_equal(np.asarray(long)[:, :6], seq[:, 3:9])
 
   @parameterized.parameters(
       (dict(num_sink=2, window=0), 'window'),
