@@ -29,8 +29,10 @@ def execute(test_case, name: str, timeout: int = 300, smaller=None):
   its text output}, number of PNG images in the outputs).
 
   `smaller`: {code cell index: (text, replacement)}, a setting of the notebook made smaller for the
-  test (every line of every cell still runs); the text must be in that cell, so that a notebook
-  whose setting changed fails here instead of running at its full size."""
+  test, or a cell's new workdir replaced by a copy of a finished shared run of the same config that
+  the cell then resumes instead of training (tests/shared_runs.py; every line of every cell still
+  runs); the text must be in that cell, so that a notebook whose setting changed fails here instead
+  of running at its full size."""
   nb = nbformat.read(os.path.join(FOLDER, name), as_version=4)
   for index, (text, replacement) in (smaller or {}).items():
     source = nb.cells[index].source

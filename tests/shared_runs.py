@@ -1,6 +1,6 @@
 """A workdir trained once for the test files that read the same run (a `:tiny` training read by an
-experiment's test and by its study's or the run book's test): `token_assorted_tiny`, `coconut_tiny`,
-`sinks_long_small` are their configs, `copy_of` the copy a caller that writes gets.
+experiment's test and by its study's, its notebook's or the run book's test): `token_assorted_tiny`,
+`coconut_tiny`, `sinks_long_small` are their configs, `copy_of` the copy a caller that writes gets.
 
 The workdir lies in the test session's folder (`JAXDYN_TEST_TMPDIR`: the same for every xdist
 worker, removed when the session ends; see tests/conftest.py) and is used under an exclusive file
@@ -58,7 +58,8 @@ def locked(name: str):
 def token_assorted_tiny():
   """`token_assorted:tiny` scored also under a trace budget of 3 tokens and with the code check (as
   the long variant and docs/notebooks/token_assorted.ipynb do): read by
-  tests/experiments_token_assorted_test.py and tests/studies_token_assorted_comparison_test.py."""
+  tests/experiments_token_assorted_test.py and tests/studies_token_assorted_comparison_test.py, and
+  resumed finished by the notebook in tests/notebooks_token_assorted_test.py."""
   from jaxdyn.experiments import token_assorted  # pylint: disable=import-outside-toplevel
   config = token_assorted.get_config('tiny')
   config.eval.update(budget=3, code_accuracy=True)
