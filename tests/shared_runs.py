@@ -96,20 +96,12 @@ def sinks_long_small():
 def galore_benchmark_tiny() -> str:
   """The folder where `benchmarks.galore`'s part 5 wrote its outputs (galore_at_scale.json and .md,
   galore_log.txt with its output) at `--tiny` size, run once in the session as the run book's
-  command (`runbook.galore_command(True, folder)`, a subprocess): read by
+  command (`runbook.galore_command(True, folder)` through `runbook.run_logged`): read by
   tests/benchmarks_galore_test.py and by tests/launch_runbook_test.py (the run book's
   `--entry=galore --tiny`)."""
-  import subprocess  # pylint: disable=import-outside-toplevel
   from jaxdyn.studies import runbook  # pylint: disable=import-outside-toplevel
-  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   with locked('galore_benchmark_tiny') as (folder, done):
-    if not done:
-      env = {**os.environ, 'JAX_PLATFORMS': 'cpu', 'PYTHONPATH': os.pathsep.join(
-          filter(None, [root, os.environ.get('PYTHONPATH')]))}
-      proc = subprocess.run(runbook.galore_command(True, folder), cwd=root, env=env,
-                            capture_output=True, text=True, timeout=900, check=False)
-      if proc.returncode:
-        raise RuntimeError(f'{proc.args} exited {proc.returncode}:\n{proc.stderr[-3000:]}')
-      with open(os.path.join(folder, 'galore_log.txt'), 'w', encoding='utf-8') as f:
-        f.write(proc.stdout + proc.stderr)
+    if not done:   # as the entry runs it (its output passed on, the log written, a failure raised)
+      runbook.run_logged(runbook.galore_command(True, folder),
+                         os.path.join(folder, 'galore_log.txt'))
   return folder
