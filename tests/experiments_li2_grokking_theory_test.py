@@ -1,6 +1,14 @@
 """Tests for jaxdyn.experiments.li2_grokking.theory: ridge closed forms against autodiff, Stage II energy maxima, the
-irrep-alignment figure and Stage III's frequency power."""
+irrep-alignment figure and Stage III's frequency power.
+
+Most of this file's time is compiling: every jax call outside a jitted function compiles one small
+program per primitive and shape. So each Stage I test's computation (the library's values and the
+references they are compared with) runs as one jitted program per shape, and the results are compared
+on the host.
+"""
 import os
+
+import functools
 
 from absl.testing import absltest, parameterized
 import jax
@@ -20,62 +28,92 @@ class StageOneTest(X64TestCase):
   @parameterized.parameters((12, 16, 0.3), (12, 5, 2.0))
   def test_backprop_is_minus_the_gradient_of_the_ridge_optimal_loss(self, n, K, eta):
     F, Y = features_and_targets(n, K)
-    grad = jax.grad(theory.ridge_optimal_loss)(F, Y, eta)
-    np.testing.assert_allclose(theory.ridge_backprop(F, Y, eta), -grad, rtol=1e-8, atol=1e-12)
-    jtu.check_grads(lambda F: theory.ridge_optimal_loss(F, Y, eta), (F,), order=1, modes=['rev'])
+    grad, backprop = jax.jit(lambda F, Y, eta: (   # one program for both
+        jax.grad(theory.ridge_optimal_loss)(F, Y, eta), theory.ridge_backprop(F, Y, eta)))(F, Y, eta)
+    np.testing.assert_allclose(backprop, -grad, rtol=1e-8, atol=1e-12)
+    # Jitted: its value and its vjp one program each, where op by op compiles one per operation.
+    jtu.check_grads(jax.jit(lambda F: theory.ridge_optimal_loss(F, Y, eta)), (F,), order=1,
+                    modes=['rev'])
 
   def test_large_width_form_is_exact_for_scalar_gram_matrices(self):
     # F̃ = √s · (orthonormal basis of 1⊥): F̃F̃ᵀ = sP₁⊥ and F̃ᵀF̃ = sI with K = n − 1, so Kc₁ = nc₂ = s.
     n, s = 8, 2.9
     _, Y = features_and_targets(n=n)
-    Y = theory.centre_samples(Y)
-    Q, _ = jnp.linalg.qr(theory.centre_samples(jax.random.normal(jax.random.key(3), (n, n - 1))))
-    F = jnp.sqrt(s) * Q
-    np.testing.assert_allclose(F @ F.T, s * (jnp.eye(n) - 1 / n), atol=1e-12)
-    for form in (theory.ridge_backprop_large_width, theory.ridge_backprop_lazy_limit):
-      np.testing.assert_allclose(form(F, Y, 0.4), theory.ridge_backprop(F, Y, 0.4), rtol=1e-8, atol=1e-12)
+
+    @jax.jit
+    def gram_and_forms(Y):   # the whole computation as one program
+      Y = theory.centre_samples(Y)
+      Q, _ = jnp.linalg.qr(theory.centre_samples(jax.random.normal(jax.random.key(3), (n, n - 1))))
+      F = jnp.sqrt(s) * Q
+      return F @ F.T, [(form(F, Y, 0.4), theory.ridge_backprop(F, Y, 0.4))
+                       for form in (theory.ridge_backprop_large_width, theory.ridge_backprop_lazy_limit)]
+
+    gram, forms = gram_and_forms(Y)
+    np.testing.assert_allclose(gram, s * (np.eye(n) - 1 / n), atol=1e-12)
+    for form, exact in forms:
+      np.testing.assert_allclose(form, exact, rtol=1e-8, atol=1e-12)
 
   def test_lazy_limit_converges_as_width_grows_under_lemma_one(self):
     # Lemma 1's setting: unit inputs with xᵢᵀxⱼ = ρ, w ~ N(0, I), σ = x². The K → ∞ form's error falls
     # like √(n/K); the stated form has the right direction but is (Kc₁+η)/(nc₂+η) times too large.
     n, rho, eta = 24, 0.3, 1.0
-    X = theory.constant_inner_product_inputs(n, rho)
-    np.testing.assert_allclose(X @ X.T, (1 - rho) * jnp.eye(n) + rho, atol=1e-12)
-    labels = jax.random.randint(jax.random.key(5), (n,), 0, 4)
-    Y = theory.centre_samples(jax.nn.one_hot(labels, 4, dtype=jnp.float64))
-    errs, cosines = [], []
-    for K in (96, 1536, 24576):
+
+    @jax.jit
+    def inputs_and_targets():   # one program
+      X = theory.constant_inner_product_inputs(n, rho)
+      labels = jax.random.randint(jax.random.key(5), (n,), 0, 4)
+      return X, X @ X.T, theory.centre_samples(jax.nn.one_hot(labels, 4, dtype=jnp.float64))
+
+    @functools.partial(jax.jit, static_argnums=2)
+    def width_forms(X, Y, K):   # one program per width
       F = theory.centre_samples((X @ jax.random.normal(jax.random.key(K), (n + 1, K))) ** 2)
       exact = theory.ridge_backprop(F, Y, eta)
-      errs.append(float(theory.relative_error(theory.ridge_backprop_lazy_limit(F, Y, eta), exact)))
       stated = theory.ridge_backprop_large_width(F, Y, eta)
-      cosines.append(float(theory.cosine(stated, exact)))
-      c1, c2 = theory.lazy_constants(F)
+      return (theory.relative_error(theory.ridge_backprop_lazy_limit(F, Y, eta), exact),
+              theory.cosine(stated, exact), theory.lazy_constants(F),
+              jnp.linalg.norm(stated) / jnp.linalg.norm(exact))
+
+    X, gram, Y = inputs_and_targets()
+    np.testing.assert_allclose(gram, (1 - rho) * np.eye(n) + rho, atol=1e-12)
+    errs, cosines = [], []
+    for K in (96, 1536, 24576):
+      err, cos, (c1, c2), ratio = width_forms(X, Y, K)
+      errs.append(float(err))
+      cosines.append(float(cos))
       np.testing.assert_allclose(c1, c2 * n / (n - 1), rtol=1e-12)
     np.testing.assert_allclose(c1, theory.quadratic_lazy_c1(rho), rtol=0.1)
     self.assertTrue(np.all(np.diff(errs) < 0), errs)
     self.assertLess(errs[-1], 0.1)
     self.assertLess(errs[-1], 0.4 * errs[0])      # 16× the width: ≈ 1/4 of the error
     self.assertGreater(cosines[-1], 0.99)
-    ratio = float(jnp.linalg.norm(stated) / jnp.linalg.norm(exact))
+    ratio = float(ratio)   # ‖stated‖ / ‖exact‖ at the largest width
     np.testing.assert_allclose(ratio, (24576 * c1 + eta) / (n * c2 + eta), rtol=0.1)
 
   def test_large_width_forms_are_exact_as_eta_grows(self):
     # η ≫ ‖F̃‖²: G_F → ỸỸᵀF̃/η, and both forms tend to it whatever K and n.
     F, Y = features_and_targets(n=12, K=7)
-    F, Y = theory.centre_samples(F), theory.centre_samples(Y)
-    for form in (theory.ridge_backprop_large_width, theory.ridge_backprop_lazy_limit):
-      errs = [float(theory.relative_error(form(F, Y, eta), theory.ridge_backprop(F, Y, eta)))
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def errors(form, F, Y):   # one program per form, for the three η
+      F, Y = theory.centre_samples(F), theory.centre_samples(Y)
+      return [theory.relative_error(form(F, Y, eta), theory.ridge_backprop(F, Y, eta))
               for eta in (1e2, 1e4, 1e6)]
+
+    for form in (theory.ridge_backprop_large_width, theory.ridge_backprop_lazy_limit):
+      errs = [float(err) for err in errors(form, F, Y)]
       self.assertLess(errs[2], 1e-3)
       self.assertLess(errs[2], errs[0] / 1e3)
 
   def test_backprop_vanishes_in_the_three_limits(self):
     F, Y = features_and_targets(n=10, K=20)
-    small, mid, large = theory.ridge_backprop_norms(F, Y, [1e-6, 1.0, 1e8])
+    # One program for both (op by op: one per operation, shape and width).
+    eta_norms, norms = jax.jit(lambda F, Y: (
+        theory.ridge_backprop_norms(F, Y, [1e-6, 1.0, 1e8]),
+        theory.ridge_backprop_norms_over_width(jax.random.key(1), Y, [16, 256, 4096], 1.0)))(F, Y)
+    small, mid, large = np.asarray(eta_norms)
     self.assertLess(small, 1e-4 * mid)
     self.assertLess(large, 1e-4 * mid)
-    norms = theory.ridge_backprop_norms_over_width(jax.random.key(1), Y, [16, 256, 4096], 1.0)
+    norms = np.asarray(norms)
     self.assertTrue(np.all(np.diff(norms) < 0))
     self.assertLess(norms[-1], 0.02 * norms[0])
 
@@ -100,8 +138,9 @@ class StageTwoTest(X64TestCase):
     sign, kind = G.real_irreps(group)[1]
     self.assertEqual(kind, 'real')
     alternating = jnp.asarray(np.tile(sign.character.real, 2) / np.sqrt(2 * M))
-    np.testing.assert_allclose(theory.energy(alternating, X, Y), M / 8, rtol=1e-6)
-    self.assertAlmostEqual(jax.grad(theory.energy)(alternating, X, Y) @ jnp.ones(2 * M), 0, places=8)
+    energy, gradient = jax.jit(jax.value_and_grad(theory.energy))(alternating, X, Y)   # one program
+    np.testing.assert_allclose(energy, M / 8, rtol=1e-6)
+    self.assertAlmostEqual(gradient @ np.ones(2 * M), 0, places=8)
 
   @parameterized.named_parameters(('S3', D.symmetric(3)), ('D5', D.dihedral(5)),
                                   ('Z2xZ3xZ4', D.direct_product(D.cyclic(2), D.cyclic(3), D.cyclic(4))))
