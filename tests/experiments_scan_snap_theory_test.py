@@ -15,6 +15,11 @@ from jaxdyn.experiments.scan_snap import theory
 from jaxdyn.experiments.scan_snap.data import TokenDistribution
 from jaxdyn.report import figures
 
+# The metrics jitted once (the distribution static), fed numpy logits: op by op each jax primitive
+# compiled its own program.
+ENTROPY = jax.jit(theory.distinct_attention_entropy, static_argnums=0)
+COMPOSITION = jax.jit(theory.token_composition, static_argnums=0)
+
 
 def _rk4(rate, y0, t_grid):
   """Classical RK4 of dy/dt = rate(t, y) on t_grid (float64 numpy)."""
@@ -36,8 +41,8 @@ class EntropyMetricTest(absltest.TestCase):
     distinct = np.linspace(0.1, 1.0, 10)
     distinct /= distinct.sum()
     expected = -(distinct * np.log(distinct)).sum()
-    z = jnp.zeros((dist.num_tokens, dist.num_tokens))
-    np.testing.assert_allclose(theory.distinct_attention_entropy(dist, z), expected, rtol=1e-6)
+    z = np.zeros((dist.num_tokens, dist.num_tokens), np.float32)
+    np.testing.assert_allclose(ENTROPY(dist, z), expected, rtol=1e-6)
 
   def test_hand_made_logits(self):
     dist = TokenDistribution()
@@ -49,9 +54,9 @@ class EntropyMetricTest(absltest.TestCase):
     # n = 1: one distinct token dominates → entropy ≈ 0. Common tokens are irrelevant.
     z[query[1], distinct[1, 3]] = 60.0
     z[query[1], :dist.num_common] = 100.0
-    np.testing.assert_allclose(theory.distinct_attention_entropy(dist, jnp.asarray(z)),
-                               np.log(10) / 2, rtol=1e-5)
-    composition = theory.token_composition(dist, jnp.asarray(z))
+    z = z.astype(np.float32)
+    np.testing.assert_allclose(ENTROPY(dist, z), np.log(10) / 2, rtol=1e-5)
+    composition = np.asarray(COMPOSITION(dist, z))
     np.testing.assert_allclose(composition.sum(1), 1.0, rtol=1e-6)
     self.assertGreater(float(composition[1, :dist.num_common].sum()), 0.99)
 
@@ -155,34 +160,45 @@ class MeasurementTest(absltest.TestCase):
     # With g_n in span(F) (Y built from F), Lemma 4 says ∂L/∂Z[m, l] = −(1/K) f_nl² ξ_n for a
     # distinct token l of n, where L is the T → ∞ loss averaged over the K classes.
     dist, k, m = self.dist, self.dist.num_next, self.dist.num_tokens
-    key_z, key_b = jax.random.split(jax.random.key(3))
+    q = int(dist.query_tokens()[0])
+    # The random query row of Z and the draw that builds Y, in numpy (float64); the features, the
+    # decomposition and the loss's gradient as one float64 program (op by op each primitive
+    # compiled its own).
+    rng = np.random.default_rng(3)
+    z = np.zeros((m, m))
+    z[q] = 0.3 * rng.standard_normal(m)
+    b_KxM = rng.standard_normal((k, m))
+    p_KxM = dist.context_probs()
+    mask = p_KxM > 0
     with jax.enable_x64(True):
-      q = int(dist.query_tokens()[0])
-      z = jnp.zeros((m, m)).at[q].set(0.3 * jax.random.normal(key_z, (m,), jnp.float64))
-      p_KxM = jnp.asarray(dist.context_probs())
-      mask = p_KxM > 0
 
       def features(z):
         logits = jnp.where(mask, jnp.log(jnp.where(mask, p_KxM, 1.0)) + z[q][None], -jnp.inf)
         c = jax.nn.softmax(logits, -1)
         return c / jnp.linalg.norm(c, axis=-1, keepdims=True)
 
-      f_KxM = features(z)
-      y = (jax.random.normal(key_b, (k, m), jnp.float64).T @ f_KxM)          # Yᵀ = Fᵀ… in span F
-      gamma_iota, gamma_beta, xi, residual = theory.gradient_decomposition(dist, z, y)
-      self.assertLess(float(residual.max()), 1e-10)
+      @jax.jit
+      def decomposition_and_gradient(z, b_KxM):
+        f_KxM = features(z)
+        y = b_KxM.T @ f_KxM                                   # Yᵀ = Fᵀ… in span F
 
-      def loss(z):
-        return optax.softmax_cross_entropy_with_integer_labels(
-            features(z) @ y.T, jnp.asarray(dist.next_tokens())).mean()
+        def loss(z):
+          return optax.softmax_cross_entropy_with_integer_labels(
+              features(z) @ y.T, jnp.asarray(dist.next_tokens())).mean()
 
-      grad_z = jax.grad(loss)(z)
-      distinct = dist.distinct_tokens()
-      expected = -(f_KxM[jnp.arange(k)[:, None], distinct] ** 2) * xi[:, None] / k
-      np.testing.assert_allclose(grad_z[q][distinct], expected, rtol=1e-8, atol=1e-14)
-      self.assertEqual(gamma_beta.shape, (k, k))
-      self.assertTrue(np.all(np.diag(np.asarray(gamma_beta)) == 0))
-      self.assertEqual(gamma_iota.shape, (k,))
+        return f_KxM, theory.gradient_decomposition(dist, z, y), jax.grad(loss)(z)
+
+      f_KxM, decomposition, grad_z = decomposition_and_gradient(z, b_KxM)
+    f_KxM, grad_z = np.asarray(f_KxM), np.asarray(grad_z)
+    gamma_iota, gamma_beta, xi, residual = map(np.asarray, decomposition)
+    self.assertEqual(f_KxM.dtype, np.float64)
+    self.assertLess(float(residual.max()), 1e-10)
+    distinct = dist.distinct_tokens()
+    expected = -(f_KxM[np.arange(k)[:, None], distinct] ** 2) * xi[:, None] / k
+    np.testing.assert_allclose(grad_z[q][distinct], expected, rtol=1e-8, atol=1e-14)
+    self.assertEqual(gamma_beta.shape, (k, k))
+    self.assertTrue(np.all(np.diag(gamma_beta) == 0))
+    self.assertEqual(gamma_iota.shape, (k,))
 
 
 def drawn_figure(plot, *args, **kwargs):
