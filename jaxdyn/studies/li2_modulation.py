@@ -51,8 +51,14 @@ def stage_three(M: int = 23, frozen=(1, 2, 3, 4, 5), free_nodes: int = 16, per_f
       updates, opt_state = tx.update(g, opt_state, free)
       return (optax.apply_updates(free, updates), opt_state), None
 
-    grad0 = np.asarray(jax.grad(loss)(free0))
-    (free, _), _ = jax.jit(lambda f: jax.lax.scan(step, (f, tx.init(f)), None, length=steps))(free0)
+    @jax.jit   # one program: the initial gradient, the training and the final loss
+    def train(free):
+      grad = jax.grad(loss)(free)
+      (free, _), _ = jax.lax.scan(step, (free, tx.init(free)), None, length=steps)
+      return grad, free, loss(free)
+
+    grad0, free, final_loss = train(free0)
+    grad0 = np.asarray(grad0)
     p_grad = theory.frequency_power(grad0)[1:].sum(1)
     p_final = theory.frequency_power(np.asarray(free))[1:]                   # frequencies 1..M//2
     dominant = (p_final.argmax(0) + 1).tolist()
@@ -61,7 +67,7 @@ def stage_three(M: int = 23, frozen=(1, 2, 3, 4, 5), free_nodes: int = 16, per_f
         'grad_share_in_frozen': float(p_grad[in_frozen].sum() / p_grad.sum()),
         'dominant_frequency': dominant,
         'fraction_of_nodes_outside_frozen': float(np.mean([k not in frozen for k in dominant])),
-        'final_loss': float(loss(free))}
+        'final_loss': float(final_loss)}
   out['chance_share_in_frozen'] = len(frozen) / (M // 2)
   return out
 
