@@ -12,57 +12,80 @@ from jaxdyn.analysis import attention_sinks as sinks
 from jaxdyn.models import transformer
 
 
-def causal_weights(key, batch=2, heads=3, length=6, kind='softmax'):
-  scores = jax.random.normal(key, (batch, heads, length, length)) * 2
-  mask = jnp.tril(jnp.ones((length, length), bool))
-  return transformer.attention_weights(scores, mask, kind), scores, mask
+# The library's measures, each compiled once per shape instead of op by op (jax compiles every
+# eager op of a new shape as its own program).
+attention_on_key = jax.jit(sinks.attention_on_key, static_argnums=1)
+sink_score = jax.jit(sinks.sink_score, static_argnums=1)
+virtual_sink_mass = jax.jit(sinks.virtual_sink_mass)
+sink_metrics = jax.jit(sinks.sink_metrics)
+first_position_ratios = jax.jit(sinks.first_position_ratios)
+attention_weights = jax.jit(transformer.attention_weights, static_argnums=2)
+
+
+def causal_weights(seed, batch=2, heads=3, length=6, kind='softmax'):
+  """Attention weights of random causal scores (numpy draws, put on the device: no compiled draw)."""
+  scores = np.random.default_rng(seed).normal(size=(batch, heads, length, length)).astype(
+      np.float32) * 2
+  mask = np.tril(np.ones((length, length), bool))
+  return attention_weights(jax.device_put(scores), jax.device_put(mask), kind), scores, mask
+
+
+def random_tokens(seed, shape, low, high):
+  return jax.device_put(np.random.default_rng(seed).integers(low, high, shape, dtype=np.int32))
+
+
+@functools.lru_cache(maxsize=None)
+def _attention_only_decoder(overrides):
+  settings = dict(vocab_size=11, num_layers=2, d_model=16, num_heads=4, num_kv_heads=2,
+                  mlp='none', norm='rmsnorm', positions='rope', max_len=16)
+  config = transformer.DecoderConfig(**(settings | dict(overrides)))
+  init = jax.jit(lambda key: transformer.Decoder(config).init(key, jnp.zeros((1, 4), jnp.int32)))
+  return config, init(jax.random.key(3))['params']   # one compiled init, not op by op
 
 
 def attention_only_decoder(**overrides):
-  """A decoder without MLPs, so that each block's residual update is its attention output alone."""
-  settings = dict(vocab_size=11, num_layers=2, d_model=16, num_heads=4, num_kv_heads=2,
-                  mlp='none', norm='rmsnorm', positions='rope', max_len=16)
-  config = transformer.DecoderConfig(**(settings | overrides))
-  params = transformer.Decoder(config).init(jax.random.key(3), jnp.zeros((1, 4), jnp.int32))
-  return config, params['params']
+  """A decoder without MLPs, so that each block's residual update is its attention output alone
+  (built once per configuration; callers copy the params before changing them)."""
+  return _attention_only_decoder(tuple(sorted(overrides.items())))
 
 
 @functools.partial(jax.jit, static_argnums=0)
 def profile_of(config, params, x):
-  """One compiled forward: the sown intermediates and their activation profile."""
+  """One compiled forward: the sown intermediates, their activation profile and the rebuilt values."""
   _, inter = transformer.forward_with_intermediates(config, {'params': params}, x)
-  return inter, sinks.activation_profile(config, params, inter)
+  return (inter, sinks.activation_profile(config, params, inter),
+          sinks.value_vectors(config, params, inter.hidden_states))
 
 
 class SinksAnalysisTest(parameterized.TestCase):
 
   def test_attention_on_key_is_the_mean_over_queries_that_see_it(self):
-    weights, _, _ = causal_weights(jax.random.key(0))
+    weights, _, _ = causal_weights(0)
     w = np.asarray(weights)
     for key in (0, 2):
       expected = [np.mean([w[b, h, t, key] for b in range(2) for t in range(key, 6)])
                   for h in range(3)]
-      np.testing.assert_allclose(sinks.attention_on_key(weights, key), expected, rtol=1e-6)
+      np.testing.assert_allclose(attention_on_key(weights, key), expected, rtol=1e-6)
 
   def test_uniform_causal_attention_puts_the_harmonic_mean_on_the_first_token(self):
     t = np.arange(1, 9)
     uniform = np.tril(np.ones((8, 8))) / t[:, None]
-    weights = jnp.asarray(np.broadcast_to(uniform, (1, 2, 8, 8)))
-    np.testing.assert_allclose(sinks.attention_on_key(weights, 0), [np.mean(1 / t)] * 2, rtol=1e-6)
+    weights = jax.device_put(np.broadcast_to(uniform, (1, 2, 8, 8)).astype(np.float32))
+    np.testing.assert_allclose(attention_on_key(weights, 0), [np.mean(1 / t)] * 2, rtol=1e-6)
 
   def test_sink_score_is_the_share_of_heads_above_the_threshold(self):
-    alpha = jnp.array([[0.9, 0.1, 0.31], [0.29, 0.5, 0.0]])
-    self.assertAlmostEqual(float(sinks.sink_score(alpha)), 3 / 6)
-    self.assertAlmostEqual(float(sinks.sink_score(alpha, 0.05)), 5 / 6)
+    alpha = jax.device_put(np.array([[0.9, 0.1, 0.31], [0.29, 0.5, 0.0]], np.float32))
+    self.assertAlmostEqual(float(sink_score(alpha)), 3 / 6)
+    self.assertAlmostEqual(float(sink_score(alpha, 0.05)), 5 / 6)
 
   def test_virtual_sink_mass(self):
-    softmax, _, _ = causal_weights(jax.random.key(1))
-    np.testing.assert_allclose(sinks.virtual_sink_mass(softmax), 0, atol=1e-6)
-    plus_one, scores, mask = causal_weights(jax.random.key(1), kind='softmax_plus_one')
+    softmax, _, _ = causal_weights(1)
+    np.testing.assert_allclose(virtual_sink_mass(softmax), 0, atol=1e-6)
+    plus_one, scores, mask = causal_weights(1, kind='softmax_plus_one')
     e = np.where(np.asarray(mask), np.exp(np.asarray(scores, np.float64)), 0)
     expected = np.mean(1 / (1 + e.sum(-1)), axis=(0, 2))
-    np.testing.assert_allclose(sinks.virtual_sink_mass(plus_one), expected, rtol=1e-5)
-    metrics = sinks.sink_metrics([softmax, plus_one])
+    np.testing.assert_allclose(virtual_sink_mass(plus_one), expected, rtol=1e-5)
+    metrics = sink_metrics([softmax, plus_one])
     self.assertEqual(metrics['first_token_attention'].shape, (2, 3))
     self.assertEqual(metrics['virtual_sink_mass'].shape, (2, 3))
 
@@ -80,9 +103,8 @@ class SinksAnalysisTest(parameterized.TestCase):
     # read through the sown attention weights, must give back the block's update exactly. Post-norm
     # normalises after the residual, so there the check is on the attention input itself.
     config, params = attention_only_decoder(**overrides)
-    x = jax.random.randint(jax.random.key(4), (2, 7), 0, config.vocab_size)
-    _, inter = transformer.forward_with_intermediates(config, {'params': params}, x)
-    values = sinks.value_vectors(config, params, inter.hidden_states)
+    x = random_tokens(4, (2, 7), 0, config.vocab_size)
+    inter, _, values = profile_of(config, params, x)
     self.assertLen(values, config.num_layers)
     group = config.num_heads // config.kv_heads
     for layer in range(config.num_layers):
@@ -103,20 +125,19 @@ class SinksAnalysisTest(parameterized.TestCase):
 
   def test_activation_profile_and_first_position_ratios(self):
     config, params = attention_only_decoder()
-    x = jax.random.randint(jax.random.key(5), (2, 8), 0, config.vocab_size)
-    inter, profile = profile_of(config, params, x)
+    x = random_tokens(5, (2, 8), 0, config.vocab_size)
+    inter, profile, values = profile_of(config, params, x)
     hidden = np.stack([np.asarray(h, np.float64) for h in inter.hidden_states])   # (L+1)×B×T×D
     np.testing.assert_allclose(profile['hidden_norm'],
                                np.linalg.norm(hidden, axis=-1).mean(axis=1), rtol=1e-5)
     np.testing.assert_allclose(profile['hidden_max'], np.abs(hidden).max(-1).mean(1), rtol=1e-5)
-    values = sinks.value_vectors(config, params, inter.hidden_states)
     expected_v = np.stack([np.linalg.norm(np.asarray(v), axis=-1).mean(0).T for v in values])
     self.assertEqual(profile['value_norm'].shape, (2, config.kv_heads, 8))   # L×K×T
     np.testing.assert_allclose(profile['value_norm'], expected_v, rtol=1e-5)
     # The ratio is position 0 over the median of the others.
-    ratios = sinks.first_position_ratios(
-        {'hidden_norm': jnp.array([[10.0, 1.0, 2.0, 3.0], [1.0, 4.0, 2.0, 100.0]]),
-         'value_norm': jnp.array([[[0.5, 2.0, 1.0, 4.0]]])})
+    ratios = first_position_ratios(
+        {'hidden_norm': np.array([[10.0, 1.0, 2.0, 3.0], [1.0, 4.0, 2.0, 100.0]], np.float32),
+         'value_norm': np.array([[[0.5, 2.0, 1.0, 4.0]]], np.float32)})
     np.testing.assert_allclose(ratios['hidden_norm_ratio'], [5.0, 0.25])
     np.testing.assert_allclose(ratios['value_norm_ratio'], [[0.25]])
 
@@ -125,18 +146,21 @@ class SinksAnalysisTest(parameterized.TestCase):
     # median position's in every block (RMSNorm then scales it back before the value projection).
     config, params = attention_only_decoder()
     params = jax.tree.map(lambda p: p, params)   # a copy
-    params['embed']['embedding'] = params['embed']['embedding'].at[0].mul(1000.0)
-    x = jnp.concatenate([jnp.zeros((2, 1), jnp.int32),
-                         jax.random.randint(jax.random.key(6), (2, 7), 1, config.vocab_size)], 1)
-    _, profile = profile_of(config, params, x)
-    ratios = sinks.first_position_ratios(profile)
+    embedding = np.array(params['embed']['embedding'])   # a numpy copy: no compiled update
+    embedding[0] *= 1000.0
+    params['embed']['embedding'] = jax.device_put(embedding)
+    x = np.concatenate([np.zeros((2, 1), np.int32),
+                        np.random.default_rng(6).integers(1, config.vocab_size, (2, 7),
+                                                          dtype=np.int32)], 1)
+    _, profile, _ = profile_of(config, params, jax.device_put(x))
+    ratios = first_position_ratios(profile)
     self.assertTrue(np.all(np.asarray(ratios['hidden_norm_ratio']) > 100), ratios)
     # without the attention norm the value ratio would be ~1000 as well
     self.assertTrue(np.all(np.asarray(ratios['value_norm_ratio']) < 10), ratios)
 
   def test_figures_are_written(self):
     tmp = self.create_tempdir().full_path
-    weights, _, _ = causal_weights(jax.random.key(2))
+    weights, _, _ = causal_weights(2)
     paths = [
         sinks.plot_attention_maps([np.asarray(weights)] * 2, os.path.join(tmp, 'maps.png')),
         sinks.plot_first_token_attention(np.arange(3), np.random.rand(3, 2, 3),
