@@ -23,7 +23,7 @@ attention_weights = jax.jit(transformer.attention_weights, static_argnums=2)
 
 
 def causal_weights(seed, batch=2, heads=3, length=6, kind='softmax'):
-  """Attention weights of random causal scores (numpy draws, put on the device: no compiled draw)."""
+  """Attention weights of random causal scores (numpy draws put on the device: no compiled draw)."""
   scores = np.random.default_rng(seed).normal(size=(batch, heads, length, length)).astype(
       np.float32) * 2
   mask = np.tril(np.ones((length, length), bool))
@@ -51,7 +51,7 @@ def attention_only_decoder(**overrides):
 
 @functools.partial(jax.jit, static_argnums=0)
 def profile_of(config, params, x):
-  """One compiled forward: the sown intermediates, their activation profile and the rebuilt values."""
+  """One compiled forward: the sown intermediates, their activation profile, the rebuilt values."""
   _, inter = transformer.forward_with_intermediates(config, {'params': params}, x)
   return (inter, sinks.activation_profile(config, params, inter),
           sinks.value_vectors(config, params, inter.hidden_states))
