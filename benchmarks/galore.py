@@ -57,6 +57,7 @@ import optax
 from optax import contrib
 
 from benchmarks import lib
+from jaxdyn.core import compilation
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import program
 from jaxdyn.core import task as task_lib
@@ -219,6 +220,7 @@ def time_calls(fns: dict, args: tuple, repeats: int = 3) -> dict:
 
 def main(argv):
   del argv
+  compilation.collect_less_often()
   period = FLAGS.update_proj_gap
   parts = set(FLAGS.parts)
   unknown = parts - set(PARTS)

@@ -44,6 +44,7 @@ import numpy as np
 import optax
 
 from benchmarks import lib
+from jaxdyn.core import compilation
 from jaxdyn.core import task as task_lib
 from jaxdyn.models import transformer
 from jaxdyn.studies import runbook
@@ -164,6 +165,7 @@ def peak_memory() -> float | None:
 
 def main(argv):
   del argv
+  compilation.collect_less_often()
   tiny = _TINY.value
   batch, seq = (2, 16) if tiny else (_BATCH.value, _SEQ.value)
   dtype = jnp.dtype(_DTYPE.value)

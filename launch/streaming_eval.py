@@ -38,6 +38,7 @@ from absl import app, flags
 import jax.numpy as jnp
 
 from jaxdyn.analysis import attention_sinks_streaming as evaluation
+from jaxdyn.core import compilation
 from jaxdyn.data import tokenizers
 from jaxdyn.models import gguf
 from jaxdyn.models import pretrained
@@ -77,6 +78,7 @@ DOWNLOAD = ('huggingface-cli download EleutherAI/pythia-160m config.json model.s
 
 def main(argv):
   del argv
+  compilation.collect_less_often()
   if _MERGE.value:
     parts = [json.loads(pathlib.Path(d, 'streaming.json').read_text()) for d in _MERGE.value]
     study.write_outputs(study.merge(parts), _OUT.value)

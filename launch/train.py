@@ -313,8 +313,10 @@ def run(config, workdir: str, held_nothing: str | None = None) -> None:
   from jaxdyn.core import memory
   from jaxdyn.core import mesh
   from jaxdyn.core import metrics
+  from jaxdyn.core import compilation
   from jaxdyn.core import trainer
   # pylint: enable=import-outside-toplevel
+  compilation.collect_less_often()
   expected = EXPECTED_ERRORS + (checkpoint.CheckpointReadError, FloatingPointError)
   split = 0
   if not (_COORDINATOR.value or _cluster_detected()):

@@ -51,8 +51,10 @@
   lowering a small LLaMA step (trace 0.64 -> 0.52 s, lower 0.22 -> 0.17 s).
 * Python's cyclic garbage collector runs less often (`GC_THRESHOLDS`, after `gc.freeze()`) in the
   pytest process and each xdist worker: jax's tracing allocates many short-lived objects and each
-  collection walks all tracked ones (5% of a `:tiny` coconut run's CPU). Subprocesses keep Python's
-  default.
+  collection walks all tracked ones (5% of a `:tiny` coconut run's CPU). The launcher subprocesses
+  (`launch/train.py`, `launch/streaming_eval.py`, `benchmarks.mfu`, `benchmarks.galore`) set the same
+  thresholds themselves (`jaxdyn.core.compilation.collect_less_often`); notebook kernels and `-c`
+  children keep Python's default (in a kernel it measured no gain: its time is compiling).
 * Tests marked `@pytest.mark.slow` (checks of a real-scale effect, minutes each) are skipped unless
   the run selects them: `pytest -m slow tests/<file>`; so are those marked `real_model` (a
   downloaded model file: `pytest -m real_model tests/<file>`).
