@@ -1,5 +1,7 @@
 """core.program: the state, one member's step (and its jaxpr), the placement and the compiled chunk."""
 
+import dataclasses
+
 from absl.testing import absltest
 import jax
 import jax.numpy as jnp
@@ -34,6 +36,21 @@ class ProgramTest(absltest.TestCase):
 
   def test_param_count_is_per_member(self):
     self.assertEqual(program.param_count(toy_task(seeds=(0, 1, 2))), 4)
+
+  def test_a_new_member_batch_reads_the_shapes_already_traced(self):
+    task = toy_task()
+    traced = []
+    init = lambda key, hp: traced.append(1) or {'w': jnp.zeros(3), 'b': jnp.zeros(())}
+    task = dataclasses.replace(task, init_params=init)
+    shapes = program.state_shapes(task)
+    placed = program.with_member_batch(task, 1)
+    self.assertEqual(placed.member_batch, 1)
+    self.assertIs(program.state_shapes(placed), shapes)
+    self.assertLen(traced, 1)
+    # a task whose shapes were never traced gets them traced, once
+    other = program.with_member_batch(dataclasses.replace(task), None)
+    self.assertEqual(program.state_shapes(other), shapes)
+    self.assertLen(traced, 2)
 
   def test_member_step_is_one_sgd_update(self):
     task = toy_task()

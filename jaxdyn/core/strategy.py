@@ -290,6 +290,6 @@ def place(task: Task, schedule, workdir: str | None, mesh_sweep: int = -1, mesh_
     mesh = mesh_lib.make_mesh(task.num_members, mesh_sweep, mesh_data)
     return task, program.Placement.create(task, mesh, shard_params)
   choice = choose(task, workdir, steps=schedule.steps, microbatches=schedule.microbatches)
-  task = dataclasses.replace(task, member_batch=choice.member_batch)
-  return task, program.Placement.create(task, mesh_lib.make_mesh(task.num_members,
-                                                                  choice.devices, 1))
+  placed = program.with_member_batch(task, choice.member_batch)
+  return placed, program.Placement.create(placed, mesh_lib.make_mesh(placed.num_members,
+                                                                      choice.devices, 1))
