@@ -2,6 +2,8 @@
 model and against a plain autoregressive loop, and the in-jit checker against `data.graphs`' BFS
 checker (hand-made walks and random corruptions)."""
 
+import functools
+
 from absl.testing import absltest
 from absl.testing import parameterized
 import jax
@@ -23,8 +25,20 @@ class _Stub:
     return self.fn(variables['params'], tokens)
 
 
-def _small_data(num=12, sizes=(4, 5), max_edges=8, seed=0):
+@functools.lru_cache(maxsize=None)
+def _small_data_cached(num, sizes, max_edges, seed):
   return graphs.path_dataset(seed, num, sizes, heldout=False, max_edges=max_edges)
+
+
+def _small_data(num=12, sizes=(4, 5), max_edges=8, seed=0):
+  """`graphs.path_dataset` drawn once per argument set in the module; each caller gets its own
+  copies of the arrays."""
+  return {k: v.copy() for k, v in _small_data_cached(num, sizes, max_edges, seed).items()}
+
+
+# One compiled checker per vocabulary and shapes (the graph and the query are arguments, not
+# constants baked into a program per test).
+_check_paths = jax.jit(model_lib.check_paths, static_argnums=0)
 
 
 class PathLossTest(absltest.TestCase):
@@ -37,7 +51,8 @@ class PathLossTest(absltest.TestCase):
     b, t = tokens.shape
     v = graphs.Vocab(5).size
     stub = _Stub(lambda p, tok: p)
-    logits = jax.random.normal(jax.random.key(0), (b, t - 1, v))
+    logits = jax.device_put(
+        np.random.default_rng(0).standard_normal((b, t - 1, v)).astype(np.float32))
     grad = jax.jit(jax.grad(lambda p: model_lib.path_loss(stub, p, tokens, mask)[0]))(logits)
     touched = np.any(np.asarray(grad) != 0, -1)
     np.testing.assert_array_equal(touched, data['loss_mask'][:, 1:])
@@ -53,7 +68,7 @@ class PathLossTest(absltest.TestCase):
     data = _small_data()
     tokens, mask = data['tokens'], data['loss_mask']
     v = graphs.Vocab(5).size
-    logits = np.asarray(jax.random.normal(jax.random.key(1), (*tokens[:, :-1].shape, v)))
+    logits = np.random.default_rng(1).standard_normal((*tokens[:, :-1].shape, v)).astype(np.float32)
     loss, aux = jax.jit(lambda lg: model_lib.path_loss(_Stub(lambda p, tok: p), lg,
                                                        jnp.asarray(tokens), jnp.asarray(mask)))(
                                                            jnp.asarray(logits))
@@ -71,7 +86,7 @@ class PathLossTest(absltest.TestCase):
     vocab = graphs.Vocab(5)
     t = data['tokens'].shape[1]
     model = transformer.Decoder(model_lib.decoder_config(vocab, t, 2, 16, 2))
-    params = jax.jit(lambda k: model_lib.init_params(model, k, t))(jax.random.key(0))
+    params = jax.jit(lambda: model_lib.init_params(model, jax.random.key(0), t))()
     loss_fn = jax.jit(lambda tok: model_lib.path_loss(model, params, tok,
                                                       jnp.asarray(data['loss_mask']))[0])
     tokens = data['tokens'].copy()
@@ -85,7 +100,7 @@ class PathLossTest(absltest.TestCase):
     i = 0
     tokens[i, data['prompt_len'][i]] = (tokens[i, data['prompt_len'][i]] + 1) % 5
     changed = loss_fn(jnp.asarray(tokens))
-    self.assertGreater(abs(float(changed - base)), 1e-6)
+    self.assertGreater(abs(float(changed) - float(base)), 1e-6)
 
 
 class GreedyTest(absltest.TestCase):
@@ -103,16 +118,16 @@ class GreedyTest(absltest.TestCase):
     self.assertEqual(tokens[0, prompt_len[0] - 1], 0)
     nxt = np.full(vocab.size, vocab.pad)
     nxt[[0, 1, 3, vocab.eos]] = [1, 3, vocab.eos, 2]   # eos -> 2 would break the path if obeyed
-    table = jax.nn.one_hot(jnp.asarray(nxt), vocab.size) * 10.0
+    table = jax.device_put(np.eye(vocab.size, dtype=np.float32)[nxt] * np.float32(10.0))   # one-hot
     stub = _Stub(lambda p, tok: p[tok])
-    out = jax.jit(lambda p: model_lib.greedy_paths(stub, p, vocab, jnp.asarray(tokens),
-                                                   jnp.asarray(prompt_len), num_steps=4))(table)
+    out = np.asarray(jax.jit(lambda p: model_lib.greedy_paths(
+        stub, p, vocab, jnp.asarray(tokens), jnp.asarray(prompt_len), num_steps=4))(table))
     np.testing.assert_array_equal(out[0], [1, 3, vocab.eos, vocab.eos])
     adj = np.zeros((1, 4, 4), bool)
     for u, v in edges[0]:
       adj[0, u, v] = adj[0, v, u] = True
-    checked = model_lib.check_paths(vocab, out, adj, graphs.bfs_distances(adj), np.array([4]),
-                                    np.array([0]), np.array([3]))
+    checked = jax.device_get(_check_paths(vocab, out, adj, graphs.bfs_distances(adj),
+                                          np.array([4]), np.array([0]), np.array([3])))
     self.assertTrue(bool(checked['optimal'][0]))
     self.assertEqual(int(checked['length'][0]), 2)
 
@@ -125,7 +140,7 @@ class GreedyTest(absltest.TestCase):
     vocab = graphs.Vocab(5)
     t = data['tokens'].shape[1]
     model = transformer.Decoder(model_lib.decoder_config(vocab, t, 2, 16, 2))
-    params = jax.jit(lambda k: model_lib.init_params(model, k, t))(jax.random.key(3))
+    params = jax.jit(lambda: model_lib.init_params(model, jax.random.key(3), t))()
     steps = 4
     out = np.asarray(jax.jit(lambda p: model_lib.greedy_paths(
         model, p, vocab, jnp.asarray(data['tokens']), jnp.asarray(data['prompt_len']), steps))(
@@ -140,8 +155,8 @@ class GreedyTest(absltest.TestCase):
           want.append(vocab.eos)
           continue
         junk = rng.integers(0, vocab.size, t - 1 - len(seq))
-        logits = apply(jnp.asarray([seq + list(junk)]))
-        tok = int(jnp.argmax(logits[0, len(seq) - 1]))
+        logits = np.asarray(apply(np.asarray([seq + list(junk)], np.int32)))
+        tok = int(np.argmax(logits[0, len(seq) - 1]))
         want.append(tok)
         seq.append(tok)
         done = tok == vocab.eos
@@ -178,8 +193,8 @@ class CheckPathsTest(parameterized.TestCase):
     dist = graphs.bfs_distances(adj)
     names = {'eos': vocab.eos, 'edge': vocab.edge}
     gen = np.array([[names.get(x, x) for x in walk] + [vocab.eos] * (5 - len(walk))])
-    out = jax.jit(lambda g: model_lib.check_paths(vocab, g, adj, dist, np.array([4]), np.array([0]),
-                                                  np.array([3])))(jnp.asarray(gen))
+    out = _check_paths(vocab, jax.device_put(gen), adj, dist, np.array([4]), np.array([0]),
+                       np.array([3]))
     self.assertEqual((bool(out['valid'][0]), bool(out['optimal'][0])), (valid, optimal))
     self.assertEqual(self._reference(vocab, adj[0], dist[0], 4, 0, 3, gen[0]), (valid, optimal))
 
@@ -195,9 +210,9 @@ class CheckPathsTest(parameterized.TestCase):
     for i in range(150):   # one or two random node/special tokens at random places
       for k in rng.choice(n_steps, rng.integers(1, 3), replace=False):
         noisy[i, k] = rng.choice([*range(6), vocab.eos, vocab.edge])
-    check = jax.jit(lambda g: model_lib.check_paths(vocab, g, data['adj'], data['dist'],
-                                                    data['num_nodes'], data['source'],
-                                                    data['target']))
+    check = functools.partial(_check_paths, vocab, adj_BxNxN=data['adj'], dist_BxNxN=data['dist'],
+                              num_nodes_B=data['num_nodes'], source_B=data['source'],
+                              target_B=data['target'])
     for gen in (true, noisy):
       out = jax.device_get(check(jnp.asarray(gen)))
       if gen is true:
