@@ -1,4 +1,5 @@
 """Tests for jaxdyn.experiments.li2_grokking: the ridge top layer, padded members, Muon, the tiny run."""
+import functools
 import os
 
 from absl.testing import absltest, parameterized
@@ -26,7 +27,21 @@ def tiny(**fields):
 
 
 def member(tree, i):
-  return jax.tree.map(lambda x: x[i], tree)
+  """Member i of a stacked pytree, sliced on the host (no per-leaf eager program)."""
+  return jax.tree.map(lambda x: np.asarray(x)[i], tree)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _ridge_check(loss_fn, eta, params, d, inputs_real, labels_real):
+  """One compiled program per (task, number of real train rows): the forward pass's ridge V and
+  loss, and the reference V = ridge_top_layer of the unpadded features and its centred MSE."""
+  F = li2_model.hidden_features(params, inputs_real)
+  M = params['W'].shape[0] // 2
+  V = li2_model.ridge_top_layer(F, jax.nn.one_hot(labels_real, M) - 1 / M, eta)
+  V_forward = li2_model.ridge_top(params, d['train_inputs'], d['train_labels'], d['train_weights'],
+                                  eta)
+  loss, _ = loss_fn(params, d, None)
+  return V_forward, V, loss, model_lib.centered_mse(F @ V, labels_real)
 
 
 def assert_ridge_top_is_that_of_the_current_features(task, params_S, eta):
@@ -34,15 +49,10 @@ def assert_ridge_top_is_that_of_the_current_features(task, params_S, eta):
   for i in range(task.num_members):
     d, params = member(task.data, i), member(params_S, i)
     real = d['train_weights'] > 0
-    F = li2_model.hidden_features(params, d['train_inputs'][real])
-    M = params['W'].shape[0] // 2
-    V = li2_model.ridge_top_layer(F, jax.nn.one_hot(d['train_labels'][real], M) - 1 / M, eta)
-    np.testing.assert_allclose(
-        li2_model.ridge_top(params, d['train_inputs'], d['train_labels'], d['train_weights'], eta), V,
-        rtol=2e-3, atol=1e-5)
-    loss, _ = task.loss_fn(params, d, None)
-    np.testing.assert_allclose(loss, model_lib.centered_mse(F @ V, d['train_labels'][real]),
-                               rtol=1e-4)
+    V_forward, V, loss, loss_ref = _ridge_check(task.loss_fn, eta, params, d,
+                                                d['train_inputs'][real], d['train_labels'][real])
+    np.testing.assert_allclose(V_forward, V, rtol=2e-3, atol=1e-5)
+    np.testing.assert_allclose(loss, loss_ref, rtol=1e-4)
 
 
 class RidgeTopTest(absltest.TestCase):
@@ -80,18 +90,24 @@ class PaddingTest(absltest.TestCase):
 class MuonTest(absltest.TestCase):
 
   def test_muon_orthogonalises_the_hidden_layer_and_leaves_the_top_on_adam(self):
-    k1, k2 = jax.random.split(jax.random.key(0))
-    scales = jnp.logspace(-1.5, 0, 8)
-    grads = {'W': jax.random.normal(k1, (24, 8)) * scales, 'V': jax.random.normal(k2, (8, 5))}
-    params = jax.tree.map(jnp.zeros_like, grads)
     tx = factory.muon_hidden_adam_rest(1.0, 0.0, ('W',))
-    updates, _ = tx.update(grads, tx.init(params), params)
+    adam = factory.adam_l2(1.0, 0.0)
+
+    @jax.jit
+    def grads_and_updates():   # one compiled program instead of one per eager op
+      k1, k2 = jax.random.split(jax.random.key(0))
+      scales = jnp.logspace(-1.5, 0, 8)
+      grads = {'W': jax.random.normal(k1, (24, 8)) * scales, 'V': jax.random.normal(k2, (8, 5))}
+      params = jax.tree.map(jnp.zeros_like, grads)
+      updates, _ = tx.update(grads, tx.init(params), params)
+      adam_updates, _ = adam.update(grads['V'], adam.init(params['V']), params['V'])
+      return grads, updates, adam_updates
+
+    grads, updates, adam_updates = jax.device_get(grads_and_updates())
     s_grad = np.linalg.svd(np.asarray(grads['W']), compute_uv=False)
     s_update = np.linalg.svd(np.asarray(updates['W']), compute_uv=False)
     self.assertGreater(s_grad.max() / s_grad.min(), 30)
     self.assertLess(s_update.max() / s_update.min(), 2.0)   # Newton–Schulz: all near one value
-    adam = factory.adam_l2(1.0, 0.0)
-    adam_updates, _ = adam.update(grads['V'], adam.init(params['V']), params['V'])
     np.testing.assert_allclose(updates['V'], adam_updates, rtol=1e-6)
 
 
