@@ -14,6 +14,7 @@
 """
 
 import ast
+import functools
 import glob
 import importlib
 import os
@@ -66,11 +67,16 @@ def _python_files(folder):
   return sorted(glob.glob(os.path.join(ROOT, folder, '**', '*.py'), recursive=True))
 
 
+@functools.lru_cache(maxsize=None)
+def _tree(path):
+  """The file's syntax tree, parsed once for every check that reads it (callers only walk it)."""
+  with open(path) as f:
+    return ast.parse(f.read(), path)
+
+
 def _imports(path):
   """(module, names) of every import in the file, anywhere in it (function bodies too)."""
-  with open(path) as f:
-    tree = ast.parse(f.read(), path)
-  for node in ast.walk(tree):
+  for node in ast.walk(_tree(path)):
     if isinstance(node, ast.Import):
       for alias in node.names:
         yield alias.name, ()
@@ -86,8 +92,7 @@ PUBLIC_UNDERSCORED = {'os._exit'}
 def _private_uses(path):
   """`module._name` where `module` is an imported module of jaxdyn, benchmarks or a library (the
   few documented public names with an underscore, `PUBLIC_UNDERSCORED`, excepted)."""
-  with open(path) as f:
-    tree = ast.parse(f.read(), path)
+  tree = _tree(path)
   aliases = set()
   for node in ast.walk(tree):
     if isinstance(node, ast.Import):
@@ -106,8 +111,7 @@ def _jaxdyn_module(path):
 
 def _is_alias(path):
   """Whether the file is a moved module's alias: it sets `sys.modules[__name__]`."""
-  with open(path) as f:
-    tree = ast.parse(f.read(), path)
+  tree = _tree(path)
   return any(isinstance(node, ast.Assign) and any(
       isinstance(t, ast.Subscript) and ast.unparse(t) == 'sys.modules[__name__]' for t in node.targets)
              for node in tree.body)
