@@ -310,10 +310,10 @@ def run(config, workdir: str, held_nothing: str | None = None) -> None:
   import jax
   import jaxdyn
   from jaxdyn.core import checkpoint
+  from jaxdyn.core import compilation
   from jaxdyn.core import memory
   from jaxdyn.core import mesh
   from jaxdyn.core import metrics
-  from jaxdyn.core import compilation
   from jaxdyn.core import trainer
   # pylint: enable=import-outside-toplevel
   compilation.collect_less_often()

@@ -163,13 +163,17 @@ def state_shapes(task: Task) -> dict:
   memory check, the strategy's rule, the parameter count, the step's jaxpr and the restore target
   all read them, and each trace of the members' initialisation and optimizer costs as much as the
   first (a task is frozen: the shapes cannot change; the entry goes with the task)."""
-  key = id(task)
-  entry = _STATE_SHAPES.get(key)
-  if entry is not None and entry[0]() is task:
-    return entry[1]
-  shapes = jax.eval_shape(functools.partial(init_state, task))
-  _remember_state_shapes(task, shapes)
+  shapes = _remembered_state_shapes(task)
+  if shapes is None:
+    shapes = jax.eval_shape(functools.partial(init_state, task))
+    _remember_state_shapes(task, shapes)
   return shapes
+
+
+def _remembered_state_shapes(task: Task):
+  """The shapes `state_shapes` traced for this very task object, or None."""
+  entry = _STATE_SHAPES.get(id(task))
+  return entry[1] if entry is not None and entry[0]() is task else None
 
 
 def _remember_state_shapes(task: Task, shapes) -> None:
@@ -182,9 +186,9 @@ def with_member_batch(task: Task, member_batch) -> Task:
   (the member batch changes how the steps run, not the state), so the run's strategy choice does
   not trace the members' initialisation again (0.1-0.2 CPU-s for a small decoder)."""
   placed = dataclasses.replace(task, member_batch=member_batch)
-  entry = _STATE_SHAPES.get(id(task))
-  if entry is not None and entry[0]() is task:
-    _remember_state_shapes(placed, entry[1])
+  shapes = _remembered_state_shapes(task)
+  if shapes is not None:
+    _remember_state_shapes(placed, shapes)
   return placed
 
 
