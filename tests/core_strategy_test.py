@@ -13,6 +13,7 @@ from absl.testing import absltest
 import jax
 import numpy as np
 
+from jaxdyn.core import members as members_lib
 from jaxdyn.core import mesh as mesh_lib
 from jaxdyn.core import program
 from jaxdyn.core import strategy
@@ -137,6 +138,31 @@ class ChooseTest(absltest.TestCase):
     self.assertLen(calls, 1)
     self.assertEqual(json.loads(open(os.path.join(fresh.full_path, strategy.FILE)).read())['choice'],
                      [1, 1])
+
+  def test_the_rule_reads_the_step_choose_traced_instead_of_tracing_it_again(self):
+    wide = modular_addition.get_config('tiny')
+    wide.num_seeds, wide.model.hidden = 4, 4096
+    for task in (tiny_task(), modular_addition.build_task(wide)):
+      jaxpr = program.step_jaxpr(task)
+      abstract = program.state_shapes(task)
+      traced = program.largest_intermediate(
+          task, mesh_lib.make_mesh(task.num_members, 1, 1), abstract['members'], abstract['step'],
+          task.data, task.shared_data, task.hparams)
+      self.assertEqual(members_lib.jaxpr_largest_intermediate_bytes(jaxpr), traced)
+      for local in (1, 2, 4):
+        self.assertEqual(strategy.rule(task, step_jaxpr=jaxpr)(local), strategy.rule(task)(local))
+    self.assertNotEqual(strategy.rule(tiny_task())(4), strategy.rule(
+        tiny_task(), step_jaxpr=program.step_jaxpr(modular_addition.build_task(wide)))(4))
+    traces = []
+    step = program.member_step
+
+    def counted(*args, **kwargs):
+      traces.append(args[2])   # with_stats
+      return step(*args, **kwargs)
+    with mock.patch.object(program, 'member_step', counted):
+      strategy.choose(modular_addition.build_task(wide), None, **ANY,
+                      measure_fn=lambda task, strategies: {s: 1.0 for s in strategies})
+    self.assertEqual(traces, [False])   # one trace of the lean step: the key's and the rule's
 
   def test_matmul_flops_of_the_modular_step(self):
     config = modular_addition.get_config()   # d = 23, q = 512: three n x q x d matmuls

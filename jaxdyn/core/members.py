@@ -105,7 +105,12 @@ def over_members(fn: Callable, in_axes, *, batch: int | Unrolled | None, num_mem
 
 def largest_intermediate_bytes(fn: Callable, *args) -> int:
   """Bytes of the largest array any equation of `fn(*args)`'s jaxpr produces (nested jaxprs too)."""
-  closed = jax.make_jaxpr(fn)(*args)
+  return jaxpr_largest_intermediate_bytes(jax.make_jaxpr(fn)(*args))
+
+
+def jaxpr_largest_intermediate_bytes(closed) -> int:
+  """Bytes of the largest array any equation of the closed jaxpr `closed` produces (nested jaxprs
+  too)."""
   best = 0
 
   def visit(jaxpr):

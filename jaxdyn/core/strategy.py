@@ -182,9 +182,15 @@ def _key(task: Task, microbatches: int, step_jaxpr) -> dict:
   return key
 
 
-def rule(task: Task, microbatches: int = 1) -> Callable[[int], int | None]:
+def rule(task: Task, microbatches: int = 1, step_jaxpr=None) -> Callable[[int], int | None]:
   """local members -> `members.auto_batch`'s batch for this task's step: the rule 'auto' applies
-  (`program.member_batch`), from the step's largest intermediate (its jaxpr: no compile)."""
+  (`program.member_batch`), from the step's largest intermediate (its jaxpr: no compile).
+  `step_jaxpr`: `program.step_jaxpr(task, microbatches=microbatches)`, if traced already; for a task
+  without a feed it is the jaxpr the rule reads (the same step of the same abstract arguments, on
+  the same one-device mesh), so the step is not traced again."""
+  if step_jaxpr is not None and task.feed is None:
+    return functools.partial(members_lib.auto_batch,
+                             members_lib.jaxpr_largest_intermediate_bytes(step_jaxpr))
   abstract = program.state_shapes(task)
   largest = program.largest_intermediate(
       task, mesh_lib.make_mesh(task.num_members, 1, 1), abstract['members'], abstract['step'],
@@ -231,9 +237,9 @@ def choose(task: Task, workdir: str | None, *, steps: int, microbatches: int = 1
   `pick`). A choice found or measured is stored in both places."""
   if task.num_members < 2:
     return Strategy(1, None)
-  batch_for = rule(task, microbatches)
-  default = Strategy(1, batch_for(task.num_members))
   step_jaxpr = program.step_jaxpr(task, microbatches=microbatches)
+  batch_for = rule(task, microbatches, step_jaxpr)
+  default = Strategy(1, batch_for(task.num_members))
   key = _key(task, microbatches, step_jaxpr)
   path = paths.join(workdir, FILE) if workdir else None
   begun = bool(path) and paths.exists(paths.join(workdir, metrics_lib.METRICS_FILE))
