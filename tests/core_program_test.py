@@ -1,6 +1,9 @@
 """core.program: the state, one member's step (and its jaxpr), the placement and the compiled chunk."""
 
 import dataclasses
+import functools
+import gc
+import weakref
 
 from absl.testing import absltest
 import jax
@@ -51,6 +54,31 @@ class ProgramTest(absltest.TestCase):
     other = program.with_member_batch(dataclasses.replace(task), None)
     self.assertEqual(program.state_shapes(other), shapes)
     self.assertLen(traced, 2)
+
+  def test_the_jitted_initialisation_reuses_the_shapes_trace(self):
+    traced = []
+
+    def init(key, hp):
+      traced.append(1)
+      return {'w': jax.random.normal(key, (3,)) * hp['lr'], 'b': jnp.zeros(())}
+    task = dataclasses.replace(toy_task(), init_params=init)
+    placed = program.with_member_batch(task, 1)
+    program.state_shapes(task)
+    self.assertLen(traced, 1)
+    self.assertIs(program.initializer(placed), program.initializer(task))
+    sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    state = jax.jit(program.initializer(placed), out_shardings=sharding)()
+    self.assertLen(traced, 1)   # the initialisation compiled from the shapes' trace
+    fresh = jax.jit(functools.partial(program.init_state, task))()   # another function: traced
+    self.assertLen(traced, 2)
+    for got, want in zip(jax.tree.leaves(state), jax.tree.leaves(fresh)):
+      np.testing.assert_array_equal(jax.random.key_data(got) if jnp.issubdtype(
+          got.dtype, jax.dtypes.prng_key) else got, want)
+    # the memo keeps no task alive: the placed task keeps its original, and nothing keeps either
+    gone = weakref.ref(task)
+    del task, placed, state
+    gc.collect()
+    self.assertIsNone(gone())
 
   def test_member_step_is_one_sgd_update(self):
     task = toy_task()

@@ -20,7 +20,7 @@ import dataclasses
 import functools
 import time
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -155,40 +155,63 @@ def init_state(task: Task) -> dict:
   return {'step': jnp.zeros((), jnp.int32), 'members': jax.vmap(one)(task.hparams)}
 
 
-_STATE_SHAPES: dict[int, tuple[weakref.ref, Any]] = {}
+# Per task object (id -> (weak reference, {'init': ..., 'shapes': ...})); an entry goes with its task.
+_INIT_MEMO: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _init_memo(task: Task) -> dict:
+  """This very task object's entry, made on first use."""
+  entry = _INIT_MEMO.get(id(task))
+  if entry is not None and entry[0]() is task:
+    return entry[1]
+  memo = {'init': _weakly_bound_init(task)}
+  _remember(task, memo)
+  return memo
+
+
+def _remember(task: Task, memo: dict) -> None:
+  key = id(task)
+  _INIT_MEMO[key] = (weakref.ref(task, lambda _: _INIT_MEMO.pop(key, None)), memo)
+
+
+def _weakly_bound_init(task: Task) -> Callable[[], dict]:
+  """`init_state(task)` without arguments, holding `task` weakly (the memo must not keep its task
+  alive); named `init_state`, as jax names the program (`jit(init_state)`)."""
+  ref = weakref.ref(task)
+
+  def bound():
+    return init_state(ref())
+  bound.__name__ = bound.__qualname__ = 'init_state'
+  return bound
+
+
+def initializer(task: Task) -> Callable[[], dict]:
+  """`init_state` of `task` as one function object per task object: jax traces a function once per
+  object and abstract arguments, so `state_shapes` (its `jax.eval_shape`) and the run's jitted
+  initialisation (`resume.restore_or_init`) share one trace of the members' initialisation and
+  optimizer (the jaxpr is the same, and so is the compiled program)."""
+  return _init_memo(task)['init']
 
 
 def state_shapes(task: Task) -> dict:
-  """`init_state(task)`'s shapes and dtypes (`jax.eval_shape`), traced once per task object: the
-  memory check, the strategy's rule, the parameter count, the step's jaxpr and the restore target
-  all read them, and each trace of the members' initialisation and optimizer costs as much as the
-  first (a task is frozen: the shapes cannot change; the entry goes with the task)."""
-  shapes = _remembered_state_shapes(task)
-  if shapes is None:
-    shapes = jax.eval_shape(functools.partial(init_state, task))
-    _remember_state_shapes(task, shapes)
-  return shapes
-
-
-def _remembered_state_shapes(task: Task):
-  """The shapes `state_shapes` traced for this very task object, or None."""
-  entry = _STATE_SHAPES.get(id(task))
-  return entry[1] if entry is not None and entry[0]() is task else None
-
-
-def _remember_state_shapes(task: Task, shapes) -> None:
-  key = id(task)
-  _STATE_SHAPES[key] = (weakref.ref(task, lambda _: _STATE_SHAPES.pop(key, None)), shapes)
+  """`init_state(task)`'s shapes and dtypes (`jax.eval_shape` of `initializer`), traced once per
+  task object: the memory check, the strategy's rule, the parameter count, the step's jaxpr and the
+  restore target all read them, and each trace of the members' initialisation and optimizer costs
+  as much as the first (a task is frozen: the shapes cannot change; the entry goes with the task)."""
+  memo = _init_memo(task)
+  if 'shapes' not in memo:
+    memo['shapes'] = jax.eval_shape(memo['init'])
+  return memo['shapes']
 
 
 def with_member_batch(task: Task, member_batch) -> Task:
-  """`task` with `member_batch` replaced; its `state_shapes` already traced are the new task's too
-  (the member batch changes how the steps run, not the state), so the run's strategy choice does
-  not trace the members' initialisation again (0.1-0.2 CPU-s for a small decoder)."""
+  """`task` with `member_batch` replaced; its `initializer` and `state_shapes` already traced are
+  the new task's too (the member batch changes how the steps run, not the state), so the run's
+  strategy choice and its initialisation do not trace the members' initialisation again (0.1-0.2
+  CPU-s for a small decoder)."""
   placed = dataclasses.replace(task, member_batch=member_batch)
-  shapes = _remembered_state_shapes(task)
-  if shapes is not None:
-    _remember_state_shapes(placed, shapes)
+  # the initializer holds `task` weakly: the placed task's entry keeps it alive
+  _remember(placed, {**_init_memo(task), 'keeps': task})
   return placed
 
 

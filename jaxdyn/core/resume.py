@@ -13,7 +13,6 @@ resumed run returns the whole history.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -178,7 +177,7 @@ def restore_or_init(task: Task, placement: program.Placement, checkpointer: ckpt
       task.feed.restore(None)
     if primary:
       metrics_lib.start_fresh(workdir)
-    init = jax.jit(functools.partial(program.init_state, task), out_shardings=placement.state)
+    init = jax.jit(program.initializer(task), out_shardings=placement.state)
     return Start(0, init(), resumed=False)
   step, state, meta = restored
   if saved is None or step != saved[0]:   # fell back past the checkpoint checked above
