@@ -2,7 +2,7 @@
 page parses with the entry's own options, one command of each entry runs at `--tiny` size and writes
 the JSON and markdown row the page promises, the coconut entry's training budget stops training and
 reports from the step reached (its training mocked), and the seed folders combine into the paper's
-statistic. The coconut and sinks entries' trainings are the ones other test modules read
+statistic. The coconut, sinks and joma entries' trainings are the ones other test modules read
 (tests/shared_runs.py): copied into the entry's workdir, the entry resumes them finished and writes
 its outputs from them; the galore entry's benchmark command is run once in the session too (its
 outputs also read by tests/benchmarks_galore_test.py) and copied where the entry reads them."""
@@ -28,6 +28,8 @@ from jaxdyn.core import trainer
 from jaxdyn.data import cache as data_cache
 from jaxdyn.experiments import attention_sinks
 from jaxdyn.experiments import coconut
+from jaxdyn.experiments import joma_hierarchical
+from jaxdyn.studies import joma_table1
 from jaxdyn.studies import runbook
 from jaxdyn.studies.runbook import benchmark_entries
 import shared_runs
@@ -80,21 +82,29 @@ def tiny_args(args, out, work, cache) -> list[str]:
 
 
 def shared_run(entry: str, args: list[str]):
-  """(name, train) of the session's shared run (tests/shared_runs.py) that the entry's `--tiny`
-  command trains, if it trains one: coconut's `:tiny` (tests/experiments_coconut_test.py) and the
-  sinks grid's `long` program at test size (tests/studies_attention_sinks_grid_test.py)."""
+  """(name, train, folder) of the session's shared run (tests/shared_runs.py) that the entry's
+  `--tiny` command trains, if it trains one, and the folder of the entry's workdir it trains in:
+  coconut's `:tiny` (tests/experiments_coconut_test.py), the sinks grid's `long` program at test size
+  (tests/studies_attention_sinks_grid_test.py) and JoMA Table 1's first cell at `:tiny` size
+  (tests/studies_joma_table1_test.py)."""
   opts = runbook.parser().parse_args(args)
+  folder = ''
   if entry == 'coconut':
     config, name, want, train = (runbook.coconut_config(opts.seed, True), 'coconut_tiny',
                                  shared_runs.coconut_tiny(), coconut.train_and_evaluate)
   elif entry == 'sinks' and not opts.seeds:
     config, name, want, train = (runbook.sinks_config(opts.program, None, True), 'sinks_long_small',
                                  shared_runs.sinks_long_small(), attention_sinks.train_and_evaluate)
+  elif entry == 'joma' and not opts.cells:   # --tiny: the first cell only (a budget of 0)
+    cell = joma_table1.GRID[0]
+    config, name, want, train = (joma_table1.config('tiny', cell, steps=2), 'joma_cell0_tiny',
+                                 shared_runs.joma_cell0_tiny(), joma_hierarchical.train_and_evaluate)
+    folder = joma_table1.cell_name(cell)
   else:
     return None
   if config.to_dict() != want.to_dict():
     return None
-  return name, lambda workdir: train(want, workdir)
+  return name, lambda workdir: train(want, workdir), folder
 
 
 def ran_in_the_session(command, log_path: str) -> str:
@@ -134,7 +144,8 @@ class RunbookTest(absltest.TestCase):
       out, work = os.path.join(cls.tmp, entry), os.path.join(cls.tmp, 'w_' + entry)
       shared = shared_run(entry, args)
       if shared:   # the run another test module trains too: copied, resumed finished by the entry
-        shared_runs.copy_of(*shared, work)
+        name, train, folder = shared
+        shared_runs.copy_of(name, train, os.path.join(work, folder))
       with contextlib.ExitStack() as stack:
         if entry == 'galore':   # the benchmark's --tiny command, run once in the session
           stack.enter_context(mock.patch.object(benchmark_entries, 'run_logged',

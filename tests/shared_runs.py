@@ -1,6 +1,6 @@
 """A workdir trained once for the test files that read the same run (a `:tiny` training read by an
 experiment's test and by its study's, its notebook's or the run book's test): `token_assorted_tiny`,
-`coconut_tiny`, `sinks_long_small` are their configs, `copy_of` the copy a caller that writes gets.
+`coconut_tiny`, `sinks_long_small`, `joma_cell0_tiny` are their configs, `copy_of` the copy a caller that writes gets.
 
 The workdir lies in the test session's folder (`JAXDYN_TEST_TMPDIR`: the same for every xdist
 worker, removed when the session ends; see tests/conftest.py) and is used under an exclusive file
@@ -91,6 +91,15 @@ def sinks_long_small():
   from jaxdyn.studies import attention_sinks_grid  # pylint: disable=import-outside-toplevel
   return attention_sinks_grid.program_config(attention_sinks.get_config('bigram_backcopy'), 'long',
                                              small=True)
+
+
+def joma_cell0_tiny():
+  """JoMA Table 1's first cell at `:tiny` size for 2 steps (`studies.joma_table1.config`): trained by
+  `joma_table1.run` in tests/studies_joma_table1_test.py (at 2 seeds, `:tiny`'s number) and by the
+  run book's `--entry=joma --tiny` in tests/launch_runbook_test.py, each into
+  `<out>/<joma_table1.cell_name(cell)>`."""
+  from jaxdyn.studies import joma_table1  # pylint: disable=import-outside-toplevel
+  return joma_table1.config('tiny', joma_table1.GRID[0], steps=2)
 
 
 def galore_benchmark_tiny() -> str:

@@ -1,5 +1,6 @@
 """Tests of the JoMA Table 1 study (jaxdyn.studies.joma_table1): a cell's config, its row and the
-tables against numpy, the published table, and a short run of one cell."""
+tables against numpy, the published table, and a short run of one cell (the session's shared run,
+tests/shared_runs.py, also read by the run book's test)."""
 
 import os
 import tempfile
@@ -10,6 +11,7 @@ import numpy as np
 from jaxdyn.core import task as task_lib
 from jaxdyn.experiments import joma_hierarchical
 from jaxdyn.studies import joma_table1
+import shared_runs
 
 
 class Table1Test(absltest.TestCase):
@@ -94,9 +96,17 @@ class Table1Test(absltest.TestCase):
                      [joma_table1.GRID[0], joma_table1.GRID[11]])
 
   def test_run_writes_tables_and_figure(self):
+    # The cell's training is the session's shared run (the run book's joma entry trains it too):
+    # copied where `run` trains, which resumes it finished and writes the tables from its records.
     out_dir = tempfile.mkdtemp()
     logged = []
     cell = joma_table1.GRID[0]
+    shared = shared_runs.joma_cell0_tiny()
+    self.assertEqual(joma_table1.config('tiny', cell, steps=2, num_seeds=2).to_dict(),
+                     shared.to_dict())
+    shared_runs.copy_of('joma_cell0_tiny',
+                        lambda workdir: joma_hierarchical.train_and_evaluate(shared, workdir),
+                        os.path.join(out_dir, joma_table1.cell_name(cell)))
     path = joma_table1.run(out_dir, [cell], 'tiny', steps=2, num_seeds=2, log=logged.append)
     self.assertEqual(path, os.path.join(out_dir, 'table1.png'))
     self.assertGreater(os.path.getsize(path), 1000)
