@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 import matplotlib
 
 matplotlib.use('Agg')
+import matplotlib.layout_engine  # noqa: E402
 import matplotlib.lines  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
@@ -47,13 +48,22 @@ STYLES = ('--', '-', ':', '-.')   # the j-th metric of a multi-metric panel
 MAX_LEGEND_MEMBERS = 16           # members beyond this share one "+N more" entry
 
 
+def _bbox(fig) -> dict:
+  """savefig's bounding-box arguments: a figure laid out by constrained layout already fits its
+  text, legends and titles in the canvas, so it is drawn once as it is; any other figure is
+  measured first and cut to a tight box (an extra pass: 5-15% of a figure's time)."""
+  if isinstance(fig.get_layout_engine(), matplotlib.layout_engine.ConstrainedLayoutEngine):
+    return {}
+  return {'bbox_inches': 'tight', 'pad_inches': 0.08}
+
+
 def save(fig, path: str, dpi: int = DPI) -> str:
-  """Writes `fig` to `path` (creating its folder; a local path or a URL such as `gs://...`) with a
-  tight bounding box (no text is clipped), closes it, and returns the path."""
+  """Writes `fig` to `path` (creating its folder; a local path or a URL such as `gs://...`) with no
+  text clipped (`_bbox`), closes it, and returns the path."""
   if paths.is_url(path):   # rendered in memory, written as one object
     buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=dpi, bbox_inches='tight', pad_inches=0.08,
-                format=os.path.splitext(path)[1].lstrip('.') or 'png')
+    fig.savefig(buffer, dpi=dpi, format=os.path.splitext(path)[1].lstrip('.') or 'png',
+                **_bbox(fig))
     paths.write_bytes(path, buffer.getvalue())
   else:
     folder = os.path.dirname(path) or '.'
@@ -63,7 +73,7 @@ def save(fig, path: str, dpi: int = DPI) -> str:
         raise WorkdirDamagedError(f'{damaged} should be {kind} but is not; move it away and run '
                                   f'again (the records are complete: only the figures are redrawn)')
     os.makedirs(folder, exist_ok=True)
-    fig.savefig(path, dpi=dpi, bbox_inches='tight', pad_inches=0.08)
+    fig.savefig(path, dpi=dpi, **_bbox(fig))
   plt.close(fig)
   return path
 
