@@ -15,6 +15,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxdyn.models import layers
+
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     'quadratic': jnp.square,
     'relu': jax.nn.relu,
@@ -29,7 +31,7 @@ def uniform_fan_in(fan_in: int):
   return lambda key, shape, dtype=jnp.float32: jax.random.uniform(key, shape, dtype, -bound, bound)
 
 
-class ModularMLP(nn.Module):
+class ModularMLP(layers.ReadsParams, nn.Module):
   """o = W_c σ(W_a[a] + W_b[b]); `inputs` is (..., 2) int, the output (..., num_classes)."""
   num_tokens: int
   hidden: int

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxdyn.models import layers
 # The choices of `DecoderConfig`'s fields, defined without jax for the configs that name them.
 from jaxdyn.models.choices import (ATTENTION_IMPLS, ATTENTION_KINDS, MLP_KINDS,  # noqa: F401
                                    NORM_KINDS, NORM_PLACEMENTS, POSITION_KINDS)
@@ -251,7 +252,7 @@ def _kernel_init(config: DecoderConfig):
 def _dense(config: DecoderConfig, features: int, name: str,
            use_bias: bool | None = None) -> nn.Dense:
   use_bias = config.use_bias if use_bias is None else use_bias
-  return nn.Dense(features, use_bias=use_bias, kernel_init=_kernel_init(config),
+  return layers.Dense(features, use_bias=use_bias, kernel_init=_kernel_init(config),
                   dtype=config.dtype, param_dtype=config.param_dtype, name=name)
 
 
@@ -283,7 +284,7 @@ def _identity_product_bwd(residuals, dy):
 identity_product.defvjp(_identity_product_fwd, _identity_product_bwd)
 
 
-class IdentityDense(nn.Module):
+class IdentityDense(layers.ReadsParams, nn.Module):
   """`nn.Dense` (the same parameters, names and initialisers) whose kernel is the identity and
   stays so: y = x + bias, the product skipped (`identity_product`)."""
   features: int
@@ -305,7 +306,7 @@ class IdentityDense(nn.Module):
 
 
 def _norm(config: DecoderConfig, name: str) -> nn.Module:
-  norm_cls = nn.LayerNorm if config.norm == 'layernorm' else nn.RMSNorm
+  norm_cls = layers.LayerNorm if config.norm == 'layernorm' else layers.RMSNorm
   return norm_cls(epsilon=config.norm_eps, dtype=config.dtype, param_dtype=config.param_dtype,
                   name=name)
 
@@ -317,11 +318,11 @@ def _head(config: DecoderConfig) -> nn.Dense:
 def _embed(config: DecoderConfig, num_embeddings: int, name: str) -> nn.Embed:
   init = (nn.linear.default_embed_init if config.init_std is None
           else nn.initializers.normal(config.init_std))
-  return nn.Embed(num_embeddings, config.d_model, embedding_init=init, dtype=config.dtype,
+  return layers.Embed(num_embeddings, config.d_model, embedding_init=init, dtype=config.dtype,
                   param_dtype=config.param_dtype, name=name)
 
 
-class Attention(nn.Module):
+class Attention(layers.ReadsParams, nn.Module):
   """Multi-head attention with grouped KV heads; query head n reads KV head n // (N / K)."""
   config: DecoderConfig
 
