@@ -97,6 +97,16 @@ class SplitTest(parameterized.TestCase):
     with self.assertRaisesRegex(ValueError, 'tokenizer'):
       text.kjv_splits('sentencepiece')
 
+  def test_kjv_words_are_split_words_once_per_process(self):
+    for punctuation in (True, False):
+      with self.subTest(punctuation=punctuation):
+        words = text.kjv_words(punctuation)
+        self.assertEqual(list(words), text.split_words(text.load_kjv_text(), punctuation))
+        self.assertIs(text.kjv_words(punctuation), words)   # cached
+        split = text.kjv_splits('words', vocab_size=300, punctuation=punctuation)
+        self.assertEqual(len(split.train) + len(split.held_out), len(words))
+        np.testing.assert_array_equal(split.train[:50], split.vocab.encode(list(words[:50])))
+
 
 class RandomCropsTest(absltest.TestCase):
 

@@ -13,6 +13,7 @@ import functools
 import importlib.util
 import pathlib
 import re
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -76,6 +77,13 @@ def split_words(text: str, punctuation: bool = True) -> list[str]:
   return words
 
 
+@functools.lru_cache(maxsize=2)
+def kjv_words(punctuation: bool = True) -> tuple[str, ...]:
+  """`split_words` of `load_kjv_text()` (about a million words), once per process and setting: the
+  words are interned, so the tuple holds each distinct word once (about 8 MB of references)."""
+  return tuple(map(sys.intern, split_words(load_kjv_text(), punctuation)))
+
+
 class WordVocab(NamedTuple):
   words: tuple[str, ...]  # index → word; index 0 is UNKNOWN_WORD
 
@@ -121,7 +129,7 @@ def kjv_splits(tokenizer: str = 'bytes', vocab_size: int = 4096,
     train, held_out = held_out_split(byte_tokens(text), held_out_fraction)
     return TextSplits(train, held_out, BYTE_VOCAB_SIZE, None)
   if tokenizer == 'words':
-    words = split_words(text, punctuation)
+    words = kjv_words(punctuation)
     boundary = len(held_out_split(np.arange(len(words)), held_out_fraction)[0])
     vocab = WordVocab.from_words(words[:boundary], vocab_size)
     return TextSplits(vocab.encode(words[:boundary]), vocab.encode(words[boundary:]),

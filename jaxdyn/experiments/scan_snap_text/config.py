@@ -4,7 +4,6 @@ Imports no jax (a launcher checks a config with it before jax starts)."""
 
 from __future__ import annotations
 
-import functools
 
 import ml_collections
 import numpy as np
@@ -78,9 +77,8 @@ RELATIONS = (
 )
 
 
-@functools.lru_cache(maxsize=2)
 def _num_words(punctuation: bool) -> int:
-  return len(text.split_words(text.load_kjv_text(), punctuation))
+  return len(text.kjv_words(punctuation))
 
 
 def check_values(config: ml_collections.ConfigDict) -> None:
