@@ -24,13 +24,16 @@ class ReadsParams:
 
   def param(self, name, init_fn, *init_args, unbox=True, **init_kwargs):
     scope = self.scope
-    if (scope is None or self.is_initializing() or init_kwargs or not init_args
-        or not scope.has_variable('params', name)):
+    shape = init_args[0] if init_args else None
+    if (scope is None or self.is_initializing() or init_kwargs
+        or not isinstance(shape, (tuple, list))
+        or not all(isinstance(d, (int, np.integer)) for d in shape)
+        or not scope.has_variable('params', name)):   # flax's own param: creates, or checks
       return super().param(name, init_fn, *init_args, unbox=unbox, **init_kwargs)
     value = scope.get_variable('params', name)
     if unbox:
       value = meta.unbox(value)
-    want = tuple(init_args[0])
+    want = tuple(int(d) for d in shape)
     if np.shape(value) != want:   # what flax's check raises
       raise errors.ScopeParamShapeError(name, scope.path_text, np.shape(value), want)
     return value

@@ -4,7 +4,6 @@ Imports no jax (a launcher checks a config with it before jax starts)."""
 
 from __future__ import annotations
 
-
 import ml_collections
 import numpy as np
 
