@@ -1,6 +1,7 @@
 """A workdir trained once for the test files that read the same run (a `:tiny` training read by an
 experiment's test and by its study's, its notebook's or the run book's test): `token_assorted_tiny`,
-`coconut_tiny`, `sinks_long_small`, `joma_cell0_tiny` are their configs, `copy_of` the copy a caller that writes gets.
+`coconut_tiny`, `sinks_long_small`, `joma_cell0_tiny` are their configs, `copy_of` the copy a caller
+that writes gets.
 
 The workdir lies in the test session's folder (`JAXDYN_TEST_TMPDIR`: the same for every xdist
 worker, removed when the session ends; see tests/conftest.py) and is used under an exclusive file

@@ -253,7 +253,7 @@ def _dense(config: DecoderConfig, features: int, name: str,
            use_bias: bool | None = None) -> nn.Dense:
   use_bias = config.use_bias if use_bias is None else use_bias
   return layers.Dense(features, use_bias=use_bias, kernel_init=_kernel_init(config),
-                  dtype=config.dtype, param_dtype=config.param_dtype, name=name)
+                      dtype=config.dtype, param_dtype=config.param_dtype, name=name)
 
 
 def _dense_product(x: jax.Array, kernel: jax.Array) -> jax.Array:
@@ -319,7 +319,7 @@ def _embed(config: DecoderConfig, num_embeddings: int, name: str) -> nn.Embed:
   init = (nn.linear.default_embed_init if config.init_std is None
           else nn.initializers.normal(config.init_std))
   return layers.Embed(num_embeddings, config.d_model, embedding_init=init, dtype=config.dtype,
-                  param_dtype=config.param_dtype, name=name)
+                      param_dtype=config.param_dtype, name=name)
 
 
 class Attention(layers.ReadsParams, nn.Module):
