@@ -2,6 +2,7 @@
 elsewhere or made cold on request, and emptied when it has grown past its limit; and its short
 source locations reaching jax in this worker and in a subprocess."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -24,11 +25,13 @@ class CompileCacheDirTest(absltest.TestCase):
 
   def test_kept_in_the_users_cache_folder(self):
     self.assertEqual(conftest.compile_cache_dir('/run'),
-                     os.path.join(self.root, 'jaxdyn', 'test_compile_cache'))
+                     os.path.join(self.root, 'jaxdyn', 'test_compile_cache',
+                                  conftest.cache_codec()))
 
   def test_cold_or_elsewhere_on_request(self):
     with mock.patch.dict(os.environ, {'JAXDYN_TEST_CACHE_DIR': '/somewhere'}):
-      self.assertEqual(conftest.compile_cache_dir('/run'), '/somewhere')
+      self.assertEqual(conftest.compile_cache_dir('/run'),
+                       os.path.join('/somewhere', conftest.cache_codec()))
       with mock.patch.dict(os.environ, {'JAXDYN_TEST_COLD_CACHE': '1'}):
         self.assertEqual(conftest.compile_cache_dir('/run'), os.path.join('/run', 'jax_cache'))
 
@@ -43,6 +46,14 @@ class CompileCacheDirTest(absltest.TestCase):
     with mock.patch.object(conftest, 'CACHE_LIMIT_BYTES', 999):
       conftest.compile_cache_dir('/run')
       self.assertFalse(os.path.exists(folder))
+
+  def test_each_codec_its_own_subfolder(self):
+    # The test extra installs zstandard, so jax writes zstd entries here.
+    self.assertEqual(conftest.cache_codec(), 'zstd')
+    with mock.patch.object(importlib.util, 'find_spec', return_value=None):
+      self.assertEqual(conftest.cache_codec(), 'zlib')
+      self.assertEqual(conftest.compile_cache_dir('/run'),
+                       os.path.join(self.root, 'jaxdyn', 'test_compile_cache', 'zlib'))
 
 
 if __name__ == '__main__':
