@@ -161,5 +161,45 @@ class PlotLinesTest(absltest.TestCase):
     self.assertEqual(seen['legends'], [['a', 'b']])
 
 
+class PngCompressionTest(absltest.TestCase):
+  """`save`'s zlib level (`PNG_COMPRESS_LEVEL_VAR`): the same pixels at any level; unset, PIL's
+  own default (level 6), byte for byte."""
+
+  def _save(self, name, level):
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot(np.sin(np.linspace(0, 6, 200)))
+    ax.set_xlabel('x')
+    path = os.path.join(self.create_tempdir().full_path, name)
+    with mock.patch.dict(os.environ, {figures.PNG_COMPRESS_LEVEL_VAR: level}):
+      figures.save(fig, path)
+    with open(path, 'rb') as f:
+      return f.read(), plt.imread(path)
+
+  def test_same_pixels_at_every_level_and_pils_default_when_unset(self):
+    unset_bytes, unset_pixels = self._save('unset.png', '')
+    six_bytes, _ = self._save('six.png', '6')
+    one_bytes, one_pixels = self._save('one.png', '1')
+    self.assertEqual(unset_bytes, six_bytes)
+    self.assertNotEqual(one_bytes, six_bytes)
+    self.assertGreater(len(one_bytes), len(six_bytes))
+    np.testing.assert_array_equal(one_pixels, unset_pixels)
+
+  def test_a_bad_level_is_refused_by_name(self):
+    fig, _ = plt.subplots()
+    with mock.patch.dict(os.environ, {figures.PNG_COMPRESS_LEVEL_VAR: 'fast'}):
+      with self.assertRaisesRegex(ValueError, 'JAXDYN_PNG_COMPRESS_LEVEL'):
+        figures.save(fig, os.path.join(self.create_tempdir().full_path, 'x.png'))
+    plt.close(fig)
+
+  def test_other_formats_take_no_png_options(self):
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([0, 1])
+    path = os.path.join(self.create_tempdir().full_path, 'x.svg')
+    with mock.patch.dict(os.environ, {figures.PNG_COMPRESS_LEVEL_VAR: '1'}):
+      figures.save(fig, path)
+    with open(path, encoding='utf-8') as f:
+      self.assertIn('<svg', f.read())
+
+
 if __name__ == '__main__':
   absltest.main()
