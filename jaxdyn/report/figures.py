@@ -58,11 +58,16 @@ def _bbox(fig) -> dict:
   return {'bbox_inches': 'tight', 'pad_inches': 0.08}
 
 
+def _format(path: str) -> str:
+  """The image format `path` names by its extension (PNG without one)."""
+  return os.path.splitext(path)[1].lstrip('.') or 'png'
+
+
 def _png_options(path: str) -> dict:
   """savefig's PIL options for a PNG: its zlib level (`PNG_COMPRESS_LEVEL_VAR`, PIL's 6 when unset;
   the same pixels at every level: 1 writes a two-panel figure in 25 ms instead of 63, files about
   12% larger; the test suite sets 1)."""
-  if (os.path.splitext(path)[1].lstrip('.') or 'png').lower() != 'png':
+  if _format(path).lower() != 'png':
     return {}
   level = os.environ.get(PNG_COMPRESS_LEVEL_VAR, '')
   if not level:
@@ -77,8 +82,7 @@ def save(fig, path: str, dpi: int = DPI) -> str:
   text clipped (`_bbox`), closes it, and returns the path."""
   if paths.is_url(path):   # rendered in memory, written as one object
     buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=dpi, format=os.path.splitext(path)[1].lstrip('.') or 'png',
-                **_bbox(fig), **_png_options(path))
+    fig.savefig(buffer, dpi=dpi, format=_format(path), **_bbox(fig), **_png_options(path))
     paths.write_bytes(path, buffer.getvalue())
   else:
     folder = os.path.dirname(path) or '.'
