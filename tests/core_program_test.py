@@ -4,6 +4,7 @@ import dataclasses
 import functools
 import gc
 import weakref
+from unittest import mock
 
 from absl.testing import absltest
 import jax
@@ -97,9 +98,29 @@ class ProgramTest(absltest.TestCase):
     closed = program.step_jaxpr(task)
     self.assertIsInstance(closed, jax.extend.core.ClosedJaxpr)
     self.assertIn((8, 3), [v.aval.shape for v in closed.jaxpr.invars])
-    self.assertIn('dot_general', {e.primitive.name for e in closed.jaxpr.eqns})
+    self.assertIn('dot_general', {e.primitive.name for e in closed.jaxpr.eqns})   # traced inline
     with_stats = program.step_jaxpr(task, with_stats=True)
     self.assertGreater(len(with_stats.jaxpr.outvars), len(closed.jaxpr.outvars))
+
+  def test_a_chunk_traces_the_update_once_and_nesting_changes_no_bit(self):
+    task = toy_task(seeds=(0,))   # one member: no member-batch rule, whose jaxpr traces it too
+    calls = []
+    update = program._update
+
+    def counted(*args, **kwargs):
+      calls.append(1)
+      return update(*args, **kwargs)
+    with mock.patch.object(program, '_update', counted):
+      program.compile_chunk(task, program.Placement.create(task).mesh, n_inner=3, n_outer=2)
+    self.assertLen(calls, 1)   # the lean steps' scan and the logged step share the trace
+    mesh = mesh_lib.make_mesh(1, 1, 1)
+    one = jax.tree.map(lambda x: x[0], program.init_state(task)['members'])
+    hp = {k: jnp.asarray(v[0]) for k, v in task.hparams.items()}
+    data = jax.tree.map(lambda x: x[0], task.data)
+    out = {nested: jax.jit(functools.partial(program.member_step, task, mesh, True, 1,
+                                             nested=nested))(one, jnp.int32(0), data, None, hp)
+           for nested in (True, False)}
+    jax.tree.map(np.testing.assert_array_equal, out[True], out[False])
 
   def test_placement_and_compiled_chunk(self):
     task = toy_task()

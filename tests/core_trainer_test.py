@@ -205,14 +205,14 @@ class ToyTaskTest(parameterized.TestCase):
       trainer.train(regression_task(), toy_schedule(steps=20), workdir, tensorboard=False)
     finally:
       jax.monitoring.unregister_event_duration_listener(listen)
-    # init, the step-0 evaluation and one chunk shape (10 steps); the one checkpoint is the last
-    # (step 10): saved without a copy of the state, so no copy program
-    self.assertEqual(sorted(fresh), ['jit(chunk)', 'jit(evaluate)', 'jit(init_state)'])
+    # init with the step-0 evaluation (one program) and one chunk shape (10 steps); the one
+    # checkpoint is the last (step 10): saved without a copy of the state, so no copy program
+    self.assertEqual(sorted(fresh), ['jit(chunk)', 'jit(init_state_and_evaluate)'])
     self.assertEqual(first.history['step'][0], 0)   # the step-0 evaluation is recorded
     self.assertEqual(finished, [])   # restored, and nothing left to run
     np.testing.assert_array_equal(again.params['w'], first.params['w'])
     self.assertIn('jit(chunk)', lowered)
-    self.assertNotIn('jit(init_state)', lowered)
+    self.assertNotIn('jit(init_state_and_evaluate)', lowered)
 
   def test_parameter_count_is_logged_and_the_profile_window_traced(self):
     workdir = self.create_tempdir().full_path

@@ -193,6 +193,23 @@ def initializer(task: Task) -> Callable[[], dict]:
   return _init_memo(task)['init']
 
 
+def initial_state_and_evaluation(task: Task, placement) -> Callable:
+  """A fresh run's first program: (data, shared) -> (the initial state, laid out as `placement`
+  keeps it, and `evaluate` of its params, replicated). One compile for both: the step-0 evaluation
+  was a program of its own (0.1-0.3 CPU-s a run to trace, lower and compile). The initial state is
+  the jitted `initializer(task)` called inside, so the trace `state_shapes` made of it is reused;
+  the state and the evaluation are the ones the two programs computed (the `:tiny` fingerprints)."""
+  placement = _placement(task, placement)
+  init = jax.jit(initializer(task))
+
+  def init_state_and_evaluate(data, shared):
+    # the barrier keeps XLA from fusing the evaluation into the params' making: without it, the
+    # last bits of some step-0 metrics moved (3 of 13 `:tiny` configs)
+    state = jax.lax.optimization_barrier(init())
+    return state, evaluate(task, state['members']['params'], data, shared)
+  return jax.jit(init_state_and_evaluate, out_shardings=(placement.state, placement.replicated))
+
+
 def state_shapes(task: Task) -> dict:
   """`init_state(task)`'s shapes and dtypes (`jax.eval_shape` of `initializer`), traced once per
   task object: the memory check, the strategy's rule, the parameter count, the step's jaxpr and the
@@ -262,8 +279,24 @@ def _loss_and_grads(task: Task, mesh, microbatches: int, params, batch, hp):
 
 
 def member_step(task: Task, mesh, with_stats: bool, microbatches: int, member, step, data, shared,
-                hp):
-  """One optimizer update of one member; with its dynamics statistics (norms by layer) if asked."""
+                hp, *, nested: bool = True):
+  """One optimizer update of one member; with its dynamics statistics (norms by layer) if asked.
+  `nested`: the update is one jitted function per task, mesh and microbatches (`_update_fn`), so a
+  chunk's lean and logged steps share one trace of it; else traced inline (`step_jaxpr`: the
+  strategy's key is the text of that jaxpr, the same as before the update was nested)."""
+  update = (_update_fn(task, mesh, microbatches) if nested
+            else functools.partial(_update, task, mesh, microbatches))
+  new_member, loss, aux, grads, updates = update(member, step, data, shared, hp)
+  metrics = {'train/loss': loss}
+  if with_stats:
+    metrics.update({**{f'train/{k}': v for k, v in aux.items()},
+                    **tree_norms(member['params'], 'norm/params'),
+                    **tree_norms(grads, 'norm/grads'), **tree_norms(updates, 'norm/updates')})
+  return new_member, metrics
+
+
+def _update(task: Task, mesh, microbatches: int, member, step, data, shared, hp):
+  """The update itself: (the member after it, loss, aux, grads, updates)."""
   data = with_shared(data, shared)
   key = jax.random.wrap_key_data(member['key'])
   (loss, aux), grads = _loss_and_grads(task, mesh, microbatches, member['params'],
@@ -271,12 +304,24 @@ def member_step(task: Task, mesh, with_stats: bool, microbatches: int, member, s
   tx = task.make_optimizer(hp)
   updates, opt_state = tx.update(grads, member['opt_state'], member['params'])
   params = optax.apply_updates(member['params'], updates)
-  metrics = {'train/loss': loss}
-  if with_stats:
-    metrics.update({**{f'train/{k}': v for k, v in aux.items()},
-                    **tree_norms(member['params'], 'norm/params'),
-                    **tree_norms(grads, 'norm/grads'), **tree_norms(updates, 'norm/updates')})
-  return {'params': params, 'opt_state': opt_state, 'key': member['key']}, metrics
+  return ({'params': params, 'opt_state': opt_state, 'key': member['key']}, loss, aux, grads,
+          updates)
+
+
+def _update_fn(task: Task, mesh, microbatches: int) -> Callable:
+  """`_update` of `task` jitted, one function object per task object, mesh and microbatches (kept
+  in the task's memo entry, holding `task` weakly): jax traces a function once per object and
+  abstract arguments, and a jitted function called inside another program is traced as a nested
+  call, so each caller with the same arguments reuses that trace (XLA inlines the call)."""
+  memo = _init_memo(task)
+  key = ('update', mesh, microbatches)
+  if key not in memo:
+    ref = weakref.ref(task)
+
+    def update(member, step, data, shared, hp):
+      return _update(ref(), mesh, microbatches, member, step, data, shared, hp)
+    memo[key] = jax.jit(update)
+  return memo[key]
 
 
 def _one_member(tree):
@@ -295,7 +340,8 @@ def step_jaxpr(task: Task, mesh=None, *, with_stats: bool = False,
   member's each (`mesh` default: one device)."""
   mesh = mesh or mesh_lib.make_mesh(1, 1, 1)
   state = state_shapes(task)
-  return jax.make_jaxpr(functools.partial(member_step, task, mesh, with_stats, microbatches))(
+  return jax.make_jaxpr(functools.partial(member_step, task, mesh, with_stats, microbatches,
+                                          nested=False))(
       _one_member(state['members']), jax.ShapeDtypeStruct((), jnp.int32), _one_member(task.data),
       _abstract_fed(task, _abstract(task.shared_data), 1), _one_member(task.hparams))
 

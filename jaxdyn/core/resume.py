@@ -145,22 +145,26 @@ def history_prefix(workdir: str, num_members: int,
 
 class Start(NamedTuple):
   """Where a run starts: the step, the train state and, for a resumed run on process 0 (which keeps
-  the records), the history of the steps already run (`history_prefix`; None otherwise)."""
+  the records), the history of the steps already run (`history_prefix`; None otherwise); for a fresh
+  run, the step-0 evaluation of the initial params (on the host; None for a resumed run)."""
   step: int
   state: Any
   resumed: bool
   history: tuple[list[int], dict[str, dict[int, np.ndarray]]] | None = None
+  evaluation: dict | None = None
 
 
 def restore_or_init(task: Task, placement: program.Placement, checkpointer: ckpt_lib.Checkpointer,
-                    schedule: Schedule, config_json: dict | None, workdir: str) -> Start:
+                    schedule: Schedule, config_json: dict | None, workdir: str,
+                    inputs: tuple[Any, Any]) -> Start:
   """The run's start. With a readable checkpoint in the workdir: checks that this run may resume it
   (`check_same_run`, `check_not_past_the_end`, compared from the checkpoint's meta before any array
   is read, so that a changed shape is refused by its field name), restores the state into the
   placement's layout, the stream position of `task.feed`, and cuts the records back to the
-  checkpoint. Without one: the initial state (`program.init_state`), the stream from its start and
-  the records of an earlier run that saved no checkpoint cleared. Only this branch compiles the
-  init, so a finished run that is reloaded compiles nothing here."""
+  checkpoint. Without one: the initial state (`program.init_state`) and its evaluation on `inputs`
+  (the placed data and shared data), one program (`program.initial_state_and_evaluation`), the
+  stream from its start and the records of an earlier run that saved no checkpoint cleared. Only
+  this branch compiles the init, so a finished run that is reloaded compiles nothing here."""
   primary = jax.process_index() == 0
   if primary:
     removed = paths.remove_temporaries(workdir)
@@ -177,8 +181,8 @@ def restore_or_init(task: Task, placement: program.Placement, checkpointer: ckpt
       task.feed.restore(None)
     if primary:
       metrics_lib.start_fresh(workdir)
-    init = jax.jit(program.initializer(task), out_shardings=placement.state)
-    return Start(0, init(), resumed=False)
+    state, evaluation = program.initial_state_and_evaluation(task, placement)(*inputs)
+    return Start(0, state, resumed=False, evaluation=jax.device_get(evaluation))
   step, state, meta = restored
   if saved is None or step != saved[0]:   # fell back past the checkpoint checked above
     check_same_run(meta, config_json, workdir)

@@ -145,7 +145,8 @@ def _run(task: Task, schedule: Schedule, workdir: str, placement: program.Placem
                                   schedule, paths.join(workdir, PROFILE_DIR))
   try:
     # ------------------------------------------------------------------ 1. restore or init
-    start = resume.restore_or_init(task, placement, checkpointer, schedule, config_json, workdir)
+    start = resume.restore_or_init(task, placement, checkpointer, schedule, config_json, workdir,
+                                   (data, shared))
     step, state = start.step, start.state
     if is_primary():
       writer = metrics_lib.MetricWriter(workdir, members, tensorboard=tensorboard,
@@ -157,9 +158,7 @@ def _run(task: Task, schedule: Schedule, workdir: str, placement: program.Placem
     else:
       history = history_lib.History(writer, progress, members)
     if not start.resumed:   # the evaluation of the initial params
-      history.add(0, jax.device_get(jax.jit(functools.partial(program.evaluate, task),
-                                            out_shardings=placement.replicated)(
-          state['members']['params'], data, shared)))
+      history.add(0, start.evaluation)
 
     # ------------------------------------------------------------------ 2. the loop
     meta = {'config': config_json or {}, 'members': members}
