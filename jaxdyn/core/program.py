@@ -197,14 +197,15 @@ def initial_state_and_evaluation(task: Task, placement) -> Callable:
   """A fresh run's first program: (data, shared) -> (the initial state, laid out as `placement`
   keeps it, and `evaluate` of its params, replicated). One compile for both: the step-0 evaluation
   was a program of its own (0.1-0.3 CPU-s a run to trace, lower and compile). The initial state is
-  the jitted `initializer(task)` called inside, so the trace `state_shapes` made of it is reused;
-  the state and the evaluation are the ones the two programs computed (the `:tiny` fingerprints)."""
+  the jitted `initializer(task)` called inside, so the trace `state_shapes` made of it is reused.
+  The state is the one the init's own program computed; the evaluation's last float32 bits can
+  differ from a separate program's (2 of the 13 `:tiny` configs at XLA's default flags)."""
   placement = _placement(task, placement)
   init = jax.jit(initializer(task))
 
   def init_state_and_evaluate(data, shared):
-    # the barrier keeps XLA from fusing the evaluation into the params' making: without it, the
-    # last bits of some step-0 metrics moved (3 of 13 `:tiny` configs)
+    # the barrier keeps XLA from fusing the evaluation into the params' making (step-0 metrics'
+    # last bits moved in 3 of the 13 `:tiny` configs without it, 2 with it)
     state = jax.lax.optimization_barrier(init())
     return state, evaluate(task, state['members']['params'], data, shared)
   return jax.jit(init_state_and_evaluate, out_shardings=(placement.state, placement.replicated))
