@@ -36,6 +36,13 @@ def toy_task(seeds=(0, 1)) -> task_lib.Task:
       evaluate=None, hparams=hparams, data=data)
 
 
+def first_member(task: task_lib.Task) -> tuple[dict, dict, dict]:
+  """The first member's initial state, data and hparams: `member_step`'s arguments."""
+  return (jax.tree.map(lambda x: x[0], program.init_state(task)['members']),
+          jax.tree.map(lambda x: x[0], task.data),
+          {k: jnp.asarray(v[0]) for k, v in task.hparams.items()})
+
+
 class ProgramTest(absltest.TestCase):
 
   def test_param_count_is_per_member(self):
@@ -83,10 +90,7 @@ class ProgramTest(absltest.TestCase):
 
   def test_member_step_is_one_sgd_update(self):
     task = toy_task()
-    state = program.init_state(task)
-    one = jax.tree.map(lambda x: x[0], state['members'])
-    hp = {k: jnp.asarray(v[0]) for k, v in task.hparams.items()}
-    data = jax.tree.map(lambda x: x[0], task.data)
+    one, data, hp = first_member(task)
     member, metrics = program.member_step(task, mesh_lib.make_mesh(1, 1, 1), True, 1, one,
                                           jnp.int32(0), data, None, hp)
     grad_w = -data['x'].T @ data['y'] / len(data['y'])
@@ -114,9 +118,7 @@ class ProgramTest(absltest.TestCase):
       program.compile_chunk(task, program.Placement.create(task).mesh, n_inner=3, n_outer=2)
     self.assertLen(calls, 1)   # the lean steps' scan and the logged step share the trace
     mesh = mesh_lib.make_mesh(1, 1, 1)
-    one = jax.tree.map(lambda x: x[0], program.init_state(task)['members'])
-    hp = {k: jnp.asarray(v[0]) for k, v in task.hparams.items()}
-    data = jax.tree.map(lambda x: x[0], task.data)
+    one, data, hp = first_member(task)
     out = {nested: jax.jit(functools.partial(program.member_step, task, mesh, True, 1,
                                              nested=nested))(one, jnp.int32(0), data, None, hp)
            for nested in (True, False)}

@@ -164,7 +164,7 @@ def _init_memo(task: Task) -> dict:
   entry = _INIT_MEMO.get(id(task))
   if entry is not None and entry[0]() is task:
     return entry[1]
-  memo = {'init': _weakly_bound_init(task)}
+  memo = {'init': _weakly_bound(init_state, task, name='init_state')}
   _remember(task, memo)
   return memo
 
@@ -174,14 +174,15 @@ def _remember(task: Task, memo: dict) -> None:
   _INIT_MEMO[key] = (weakref.ref(task, lambda _: _INIT_MEMO.pop(key, None)), memo)
 
 
-def _weakly_bound_init(task: Task) -> Callable[[], dict]:
-  """`init_state(task)` without arguments, holding `task` weakly (the memo must not keep its task
-  alive); named `init_state`, as jax names the program (`jit(init_state)`)."""
+def _weakly_bound(fn: Callable, task: Task, *args, name: str) -> Callable:
+  """`fn(task, *args, ...)` as a function of the remaining arguments, holding `task` weakly (the
+  task's memo entry must not keep its task alive); named `name`, as jax names what it traces
+  (`jit(init_state)`)."""
   ref = weakref.ref(task)
 
-  def bound():
-    return init_state(ref())
-  bound.__name__ = bound.__qualname__ = 'init_state'
+  def bound(*rest):
+    return fn(ref(), *args, *rest)
+  bound.__name__ = bound.__qualname__ = name
   return bound
 
 
@@ -195,9 +196,10 @@ def initializer(task: Task) -> Callable[[], dict]:
 
 def initial_state_and_evaluation(task: Task, placement) -> Callable:
   """A fresh run's first program: (data, shared) -> (the initial state, laid out as `placement`
-  keeps it, and `evaluate` of its params, replicated). One compile for both: the step-0 evaluation
-  was a program of its own (0.1-0.3 CPU-s a run to trace, lower and compile). The initial state is
-  the jitted `initializer(task)` called inside, so the trace `state_shapes` made of it is reused.
+  keeps it, and `evaluate` of its params, replicated). One program instead of two: it compiles in
+  about as long as the two did; a program's own costs (its cache entry, key and dispatch) are paid
+  once. The initial state is the jitted `initializer(task)` called inside, so the trace
+  `state_shapes` made of it is reused.
   The state is the one the init's own program computed; the evaluation's last float32 bits can
   differ from a separate program's (2 of the 13 `:tiny` configs at XLA's default flags)."""
   placement = _placement(task, placement)
@@ -317,11 +319,7 @@ def _update_fn(task: Task, mesh, microbatches: int) -> Callable:
   memo = _init_memo(task)
   key = ('update', mesh, microbatches)
   if key not in memo:
-    ref = weakref.ref(task)
-
-    def update(member, step, data, shared, hp):
-      return _update(ref(), mesh, microbatches, member, step, data, shared, hp)
-    memo[key] = jax.jit(update)
+    memo[key] = jax.jit(_weakly_bound(_update, task, mesh, microbatches, name='update'))
   return memo[key]
 
 
