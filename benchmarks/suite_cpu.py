@@ -2,7 +2,7 @@
 for) on a fresh clone of one commit against another, measured on this machine in one go.
 
     python -m benchmarks.suite_cpu [--base=be28e42] [--rev=HEAD] [--repeats=2] [--order=alternate]
-        [--pytest_args='-n 2 -q tests'] [--out=suite_cpu.json]
+        [--pytest_args='-n 2 -q tests'] [--cache=cold|kept] [--per_test] [--out=suite_cpu.json]
 
 Each commit is cloned afresh (`git clone --no-local` of this repository into a temporary folder,
 nothing carried over: no pytest cache, no compilation or data cache), and the clone's suite run with
@@ -22,11 +22,17 @@ tests/conftest.py). `--cache=cold` (the default) gives every run a fresh, empty 
 run compiles everything, as on a fresh machine. `--cache=kept` gives each side one XDG_CACHE_HOME
 for all its runs: run 1 fills it and later runs read it, which is what a contributor re-running the
 suite after a change waits on (a commit whose suite keeps no cache runs cold either way).
+
+`--per_test` also charges each test its CPU-seconds (this repository's `.ci/test_cpu.py` as a
+pytest plugin in both clones) and compares each pair on the tests both commits have, matched by
+name (`test_cpu.matched`): a suite that gained tests costs more for checks the base never made,
+and this ratio leaves those out (the names only the rev has are listed with their cost).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -38,6 +44,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEST_CPU = os.path.join(ROOT, '.ci', 'test_cpu.py')   # the per-test CPU plugin (--per_test)
 SUMMARY = re.compile(r'=*\s*(.*\b(passed|failed|error)\b.*?)\s*=*$')
 
 
@@ -50,16 +57,31 @@ def clone(rev, into):
   return full
 
 
-def run_suite(clone_dir, pytest_args, log_path, cache_home, python=sys.executable):
+def test_cpu_module():
+  """`.ci/test_cpu.py` of this repository, loaded from its path (`.ci` is not a package)."""
+  spec = importlib.util.spec_from_file_location('test_cpu', TEST_CPU)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def run_suite(clone_dir, pytest_args, log_path, cache_home, python=sys.executable, per_test=None):
   """Runs the suite in `clone_dir` (`python -m pytest`) with XDG_CACHE_HOME `cache_home`; returns
-  wall, user and sys seconds (of the process tree) and pytest's summary line."""
-  env = {k: v for k, v in os.environ.items() if not k.startswith(('JAXDYN_', 'XLA_', 'JAX_'))}
+  wall, user and sys seconds (of the process tree) and pytest's summary line. `per_test`: a folder
+  for the per-test CPU plugin's files (`.ci/test_cpu.py`, loaded from this repository)."""
+  env = {k: v for k, v in os.environ.items()
+         if not k.startswith(('JAXDYN_', 'XLA_', 'JAX_', 'TEST_CPU_'))}
   env['PYTHONPATH'] = clone_dir
   env['XDG_CACHE_HOME'] = cache_home
+  plugin = []
+  if per_test:
+    env['PYTHONPATH'] += os.pathsep + os.path.dirname(TEST_CPU)
+    env['TEST_CPU_DIR'] = per_test
+    plugin = ['-p', 'test_cpu']
   load = os.getloadavg()[0]
   start = time.monotonic()
   with open(log_path, 'w') as log:
-    proc = subprocess.Popen([python, '-m', 'pytest', '-p', 'no:cacheprovider',
+    proc = subprocess.Popen([python, '-m', 'pytest', '-p', 'no:cacheprovider', *plugin,
                              *shlex.split(pytest_args)], cwd=clone_dir, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -73,6 +95,26 @@ def run_suite(clone_dir, pytest_args, log_path, cache_home, python=sys.executabl
           'summary': summary}
 
 
+def per_test_ratios(tmp: str, repeats: int) -> list[dict]:
+  """Each pair's comparison on the test names both commits have (`test_cpu.matched`)."""
+  test_cpu = test_cpu_module()
+  rows = []
+  for repeat in range(repeats):
+    m = test_cpu.matched(os.path.join(tmp, f'per_test_rev_{repeat}'),
+                         os.path.join(tmp, f'per_test_base_{repeat}'))
+    rows.append({'names_in_both': m['names_in_both'], 'cpu_s': round(m['cpu_s'], 1),
+                 'against_cpu_s': round(m['against_cpu_s'], 1),
+                 'ratio': m['cpu_s'] / m['against_cpu_s'],
+                 'only_here_names': len(m['only_here']),
+                 'only_here_cpu_s': round(sum(v for _, v in m['only_here']), 1),
+                 'only_here': [(n, round(v, 1)) for n, v in m['only_here'][:20]]})
+  return rows
+
+
+def like_total(rows: list[dict]) -> float:
+  return sum(r['cpu_s'] for r in rows) / sum(r['against_cpu_s'] for r in rows)
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
   parser.add_argument('--base', default='be28e42')
@@ -83,6 +125,8 @@ def main(argv=None):
   parser.add_argument('--cache', choices=('cold', 'kept'), default='cold',
                       help='cold: an empty cache folder for every run; kept: one per side, kept '
                       'across its runs')
+  parser.add_argument('--per_test', action='store_true',
+                      help='charge each test its CPU-seconds and compare on the tests both have')
   parser.add_argument('--keep', action='store_true', help='keep the clones and logs')
   args = parser.parse_args(argv)
   if args.repeats < 1:
@@ -99,7 +143,9 @@ def main(argv=None):
         log = os.path.join(tmp, f'{side}_{repeat}.log')
         cache_home = os.path.join(tmp, f'cache_{side}' + ('' if args.cache == 'kept' else
                                                           f'_{repeat}'))
-        row = run_suite(os.path.join(tmp, side), args.pytest_args, log, cache_home)
+        per_test = os.path.join(tmp, f'per_test_{side}_{repeat}') if args.per_test else None
+        row = run_suite(os.path.join(tmp, side), args.pytest_args, log, cache_home,
+                        per_test=per_test)
         row['cache'] = 'cold' if args.cache == 'cold' or repeat == 0 else 'kept'
         sides[side]['runs'].append(row)
         print(f'{side} run {repeat + 1}: {row["wall_s"]} s wall, {row["user_s"]} user + '
@@ -114,10 +160,22 @@ def main(argv=None):
       print(f'| {i + 1} | {b["cpu_s"]} ({b["wall_s"]} s) | {r["cpu_s"]} ({r["wall_s"]} s) | '
             f'{pairs[i]:.3f} |')
     print(f'| all | | | {total:.3f} |')
+    like = per_test_ratios(tmp, args.repeats) if args.per_test else None
+    if like:
+      print(f'\nOn the test names both commits have (`.ci/test_cpu.py`):\n')
+      print(f'| run | names in both | {args.base} CPU-s | {args.rev} CPU-s | ratio | names only '
+            f'{args.rev} has: CPU-s |')
+      print('|---|---|---|---|---|---|')
+      for i, m in enumerate(like):
+        print(f'| {i + 1} | {m["names_in_both"]} | {m["against_cpu_s"]:.1f} | {m["cpu_s"]:.1f} | '
+              f'{m["ratio"]:.3f} | {m["only_here_names"]}: {m["only_here_cpu_s"]:.1f} |')
+      print(f'| all | | | | {like_total(like):.3f} | |')
     if args.out:
       with open(args.out, 'w') as f:
         json.dump({'sides': sides, 'pair_ratios': pairs, 'ratio': total,
-                   'pytest_args': args.pytest_args, 'cache': args.cache}, f, indent=1)
+                   'pytest_args': args.pytest_args, 'cache': args.cache,
+                   **({'per_test': like, 'per_test_ratio': like_total(like)} if like else {})},
+                  f, indent=1)
     if args.keep:
       print(f'clones and logs kept in {tmp}')
   finally:
