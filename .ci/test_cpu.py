@@ -99,7 +99,8 @@ def per_test_name(folder: str) -> dict:
       for line in f:
         node, own, children, _ = line.rstrip('\n').split('\t')
         if node != '__process__':
-          names[re.sub(r'\d+$', '', node.split('::')[-1].split('[')[0])] += float(own) + float(children)
+          name = re.sub(r'\d+$', '', node.split('::')[-1].split('[')[0])
+          names[name] += float(own) + float(children)
   return dict(names)
 
 

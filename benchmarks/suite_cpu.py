@@ -112,6 +112,7 @@ def per_test_ratios(tmp: str, repeats: int) -> list[dict]:
 
 
 def like_total(rows: list[dict]) -> float:
+  """The ratio over all pairs of `per_test_ratios`: rev's CPU-seconds on the shared names / base's."""
   return sum(r['cpu_s'] for r in rows) / sum(r['against_cpu_s'] for r in rows)
 
 
@@ -162,7 +163,7 @@ def main(argv=None):
     print(f'| all | | | {total:.3f} |')
     like = per_test_ratios(tmp, args.repeats) if args.per_test else None
     if like:
-      print(f'\nOn the test names both commits have (`.ci/test_cpu.py`):\n')
+      print('\nOn the test names both commits have (`.ci/test_cpu.py`):\n')
       print(f'| run | names in both | {args.base} CPU-s | {args.rev} CPU-s | ratio | names only '
             f'{args.rev} has: CPU-s |')
       print('|---|---|---|---|---|---|')
