@@ -112,7 +112,7 @@ def per_test_ratios(tmp: str, repeats: int) -> list[dict]:
 
 
 def like_total(rows: list[dict]) -> float:
-  """The ratio over all pairs of `per_test_ratios`: rev's CPU-seconds on the shared names / base's."""
+  """The ratio over all pairs: rev's CPU-seconds on the names both have / base's."""
   return sum(r['cpu_s'] for r in rows) / sum(r['against_cpu_s'] for r in rows)
 
 
