@@ -71,22 +71,28 @@ except ImportError:   # the report below needs no pytest
   pass
 
 
-def per_file(folder: str):
-  """({file: [own, children, tests]}, (own, children) of the workers in total)."""
-  files = collections.defaultdict(lambda: [0.0, 0.0, 0])
-  total = [0.0, 0.0]
+def _records(folder: str):
+  """(node id or `__process__`, own CPU-s, children CPU-s) of every line the workers wrote."""
   for path in glob.glob(os.path.join(folder, 'cpu_*.tsv')):
     with open(path, encoding='utf-8') as f:
       for line in f:
         node, own, children, _ = line.rstrip('\n').split('\t')
-        if node == '__process__':
-          total[0] += float(own)
-          total[1] += float(children)
-          continue
-        row = files[node.split('::')[0]]
-        row[0] += float(own)
-        row[1] += float(children)
-        row[2] += 1
+        yield node, float(own), float(children)
+
+
+def per_file(folder: str):
+  """({file: [own, children, tests]}, (own, children) of the workers in total)."""
+  files = collections.defaultdict(lambda: [0.0, 0.0, 0])
+  total = [0.0, 0.0]
+  for node, own, children in _records(folder):
+    if node == '__process__':
+      total[0] += own
+      total[1] += children
+      continue
+    row = files[node.split('::')[0]]
+    row[0] += own
+    row[1] += children
+    row[2] += 1
   return dict(files), tuple(total)
 
 
@@ -94,13 +100,9 @@ def per_test_name(folder: str) -> dict:
   """{test method name: CPU-s (own + children)}: parameterisations (`test_x0`, `test_x1`, `[...]`)
   and tests of the same name in several files summed."""
   names = collections.defaultdict(float)
-  for path in glob.glob(os.path.join(folder, 'cpu_*.tsv')):
-    with open(path, encoding='utf-8') as f:
-      for line in f:
-        node, own, children, _ = line.rstrip('\n').split('\t')
-        if node != '__process__':
-          name = re.sub(r'\d+$', '', node.split('::')[-1].split('[')[0])
-          names[name] += float(own) + float(children)
+  for node, own, children in _records(folder):
+    if node != '__process__':
+      names[re.sub(r'\d+$', '', node.split('::')[-1].split('[')[0])] += own + children
   return dict(names)
 
 

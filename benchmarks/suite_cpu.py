@@ -95,13 +95,17 @@ def run_suite(clone_dir, pytest_args, log_path, cache_home, python=sys.executabl
           'summary': summary}
 
 
+def per_test_dir(tmp: str, side: str, repeat: int) -> str:
+  """Where run `repeat` of `side` ('base' or 'rev') writes its per-test CPU files (`--per_test`)."""
+  return os.path.join(tmp, f'per_test_{side}_{repeat}')
+
+
 def per_test_ratios(tmp: str, repeats: int) -> list[dict]:
   """Each pair's comparison on the test names both commits have (`test_cpu.matched`)."""
   test_cpu = test_cpu_module()
   rows = []
   for repeat in range(repeats):
-    m = test_cpu.matched(os.path.join(tmp, f'per_test_rev_{repeat}'),
-                         os.path.join(tmp, f'per_test_base_{repeat}'))
+    m = test_cpu.matched(per_test_dir(tmp, 'rev', repeat), per_test_dir(tmp, 'base', repeat))
     rows.append({'names_in_both': m['names_in_both'], 'cpu_s': round(m['cpu_s'], 1),
                  'against_cpu_s': round(m['against_cpu_s'], 1),
                  'ratio': m['cpu_s'] / m['against_cpu_s'],
@@ -144,7 +148,7 @@ def main(argv=None):
         log = os.path.join(tmp, f'{side}_{repeat}.log')
         cache_home = os.path.join(tmp, f'cache_{side}' + ('' if args.cache == 'kept' else
                                                           f'_{repeat}'))
-        per_test = os.path.join(tmp, f'per_test_{side}_{repeat}') if args.per_test else None
+        per_test = per_test_dir(tmp, side, repeat) if args.per_test else None
         row = run_suite(os.path.join(tmp, side), args.pytest_args, log, cache_home,
                         per_test=per_test)
         row['cache'] = 'cold' if args.cache == 'cold' or repeat == 0 else 'kept'
